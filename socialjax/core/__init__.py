@@ -1,0 +1,21 @@
+"""The environment contract: base class, params, spaces, registry, wrappers."""
+
+from socialjax.core.checked import checked
+from socialjax.core.environment import Environment
+from socialjax.core.params import EnvParams, param
+from socialjax.core.registry import describe_envs, make, register, registered_envs
+from socialjax.core.spaces import Box, Discrete, Space
+
+__all__ = [
+    "Box",
+    "Discrete",
+    "EnvParams",
+    "Environment",
+    "Space",
+    "checked",
+    "describe_envs",
+    "make",
+    "param",
+    "register",
+    "registered_envs",
+]

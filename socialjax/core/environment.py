@@ -1,0 +1,186 @@
+"""The environment contract every socialjax environment keeps.
+
+Subclasses implement ``reset_env`` and ``step_env`` (pure functions of key, state,
+actions and params) plus the spaces; the public ``reset``/``step`` here add what every
+environment needs exactly once: default params, input checks at the boundary, the
+handling of out-of-range actions, and the auto-reset when an episode ends.
+
+Shapes (``N = num_agents``)::
+
+    obs, state = env.reset(key, params)            # obs: (N, *obs_shape)
+    obs, state, reward, done, info = env.step(key, state, actions, params)
+    # actions: (N, *action_shape); reward: (N,) float32; done: () bool
+    # info: dict of arrays, always with "terminated" and "truncated" (() bool)
+    # and "invalid_action" ((N,) bool: the action was out of range and replaced
+    # by the environment's no-op action).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Generic, TypeVar
+
+import jax
+import jax.numpy as jnp
+
+from socialjax.core.params import EnvParams, is_concrete
+from socialjax.core.spaces import Box, Discrete, Space
+
+TState = TypeVar("TState")
+TParams = TypeVar("TParams", bound=EnvParams)
+
+
+class Environment(Generic[TState, TParams]):
+    """Base class. Static choices (shapes, number of agents) are constructor arguments;
+    every other number is a field of :attr:`params_cls`."""
+
+    #: registry name, set by :func:`socialjax.core.registry.register`
+    name: str = "environment"
+    #: action substituted for an out-of-range one (documented per environment)
+    noop_action: int | float = 0
+
+    def __init__(self, num_agents: int):
+        if not isinstance(num_agents, (int,)) or isinstance(num_agents, bool) or num_agents < 1:
+            raise ValueError(f"num_agents must be a positive int, got {num_agents!r}")
+        self.num_agents = int(num_agents)
+        self._default_params: TParams | None = None
+
+    # ----------------------------------------------------------------- to implement
+    #: the params dataclass of this environment
+    params_cls: type[EnvParams] = EnvParams
+
+    def make_default_params(self) -> TParams:
+        """Default params; override when defaults depend on static options."""
+        return self.params_cls()
+
+    def reset_env(self, key: jax.Array, params: TParams) -> tuple[jax.Array, TState]:
+        raise NotImplementedError
+
+    def step_env(
+        self, key: jax.Array, state: TState, actions: jax.Array, params: TParams
+    ) -> tuple[jax.Array, TState, jax.Array, jax.Array, dict[str, jax.Array]]:
+        raise NotImplementedError
+
+    def action_space(self, params: TParams | None = None) -> Space:
+        raise NotImplementedError
+
+    def observation_space(self, params: TParams | None = None) -> Space:
+        raise NotImplementedError
+
+    # ----------------------------------------------------------------- public API
+    @property
+    def default_params(self) -> TParams:
+        if self._default_params is None:
+            self._default_params = _as_jax(self.make_default_params().validate())
+        return self._default_params
+
+    def with_params(self, **changes: Any) -> "Environment":
+        """Set new default params (validated). Returns ``self`` for chaining."""
+        fields = self.params_cls.field_names()
+        unknown = sorted(set(changes) - set(fields))
+        if unknown:
+            raise ValueError(
+                f"{self.name}: unknown parameter(s) {unknown}; valid parameters: {fields}"
+            )
+        self._default_params = _as_jax(self.default_params.replace(**changes).validate())
+        return self
+
+    @property
+    def agents(self) -> list[str]:
+        """Agent names, in the order of the agent axis."""
+        return [f"agent_{i}" for i in range(self.num_agents)]
+
+    def reset(self, key: jax.Array, params: TParams | None = None) -> tuple[jax.Array, TState]:
+        params = self._resolve_params(params)
+        _check_key(key)
+        return self.reset_env(key, params)
+
+    def step(
+        self,
+        key: jax.Array,
+        state: TState,
+        actions: jax.Array,
+        params: TParams | None = None,
+    ) -> tuple[jax.Array, TState, jax.Array, jax.Array, dict[str, jax.Array]]:
+        params = self._resolve_params(params)
+        _check_key(key)
+        actions, invalid = self.prepare_actions(actions, params)
+        key_step, key_reset = jax.random.split(key)
+        obs_st, state_st, reward, done, info = self.step_env(key_step, state, actions, params)
+        obs_re, state_re = self.reset_env(key_reset, params)
+        state = _select(done, state_re, state_st)
+        obs = _select(done, obs_re, obs_st)
+        info = dict(info)
+        info["invalid_action"] = invalid
+        return obs, state, reward, done, info
+
+    def sample_actions(self, key: jax.Array, params: TParams | None = None) -> jax.Array:
+        """Uniformly random actions for all agents: ``(N, *action_shape)``."""
+        return self.action_space(params).sample(key, (self.num_agents,))
+
+    # ----------------------------------------------------------------- helpers
+    def _resolve_params(self, params: TParams | None) -> TParams:
+        if params is None:
+            return self.default_params
+        expected = self.params_cls
+        if not isinstance(params, expected):
+            raise TypeError(
+                f"{self.name}: params must be a {expected.__name__} (see env.default_params), "
+                f"got {type(params).__name__}"
+            )
+        if is_concrete(params):
+            params.validate()
+        return _as_jax(params)
+
+    def prepare_actions(self, actions: Any, params: TParams) -> tuple[jax.Array, jax.Array]:
+        """Check shape and dtype (raises at trace time), cast to the space's dtype and
+        replace out-of-range actions by :attr:`noop_action`.
+
+        Returns ``(actions, invalid)`` with ``invalid`` of shape ``(N,)``.
+        """
+        space = self.action_space(params)
+        actions = jnp.asarray(actions)
+        expected = (self.num_agents,) + tuple(space.shape)
+        if actions.shape != expected:
+            raise ValueError(
+                f"{self.name}: actions must have shape {expected} (num_agents={self.num_agents}), "
+                f"got {actions.shape}"
+            )
+        if isinstance(space, Discrete) or (
+            isinstance(space, Box) and jnp.issubdtype(space.dtype, jnp.integer)
+        ):
+            if not jnp.issubdtype(actions.dtype, jnp.integer):
+                raise TypeError(
+                    f"{self.name}: actions must be integers for {space}, got dtype {actions.dtype}"
+                )
+        elif not (jnp.issubdtype(actions.dtype, jnp.floating) or jnp.issubdtype(actions.dtype, jnp.integer)):
+            raise TypeError(f"{self.name}: actions must be numeric for {space}, got dtype {actions.dtype}")
+        valid = space.valid(actions)
+        noop = jnp.asarray(self.noop_action, dtype=space.dtype)
+        actions = jnp.where(valid.reshape(valid.shape + (1,) * len(space.shape)), actions.astype(space.dtype), noop)
+        return actions, ~valid
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, num_agents={self.num_agents})"
+
+
+def _as_jax(tree: Any) -> Any:
+    """Turn numpy / Python leaves into JAX arrays (tracers pass through)."""
+    return jax.tree_util.tree_map(jnp.asarray, tree)
+
+
+def _select(pred: jax.Array, on_true: Any, on_false: Any) -> Any:
+    """``jnp.where`` over two pytrees of the same structure with a scalar predicate."""
+    return jax.tree_util.tree_map(lambda a, b: jnp.where(pred, a, b), on_true, on_false)
+
+
+def _check_key(key: Any) -> None:
+    if isinstance(key, jax.core.Tracer):
+        return
+    if not isinstance(key, jax.Array):
+        raise TypeError(f"key must be a jax.random key array, got {type(key).__name__}")
+    is_typed = jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
+    if not is_typed and not (key.dtype == jnp.uint32 and key.shape[-1:] == (2,)):
+        raise TypeError(
+            f"key must come from jax.random.key or jax.random.PRNGKey, got dtype {key.dtype} "
+            f"shape {key.shape}"
+        )

@@ -1,0 +1,19 @@
+"""Environment families. Each is registered by name here and imported lazily by ``make``."""
+
+from socialjax.core.registry import _REGISTRY, register
+
+_ENVS = {
+    # name: (target, description, preset options)
+    "ipd": ("socialjax.envs.matrix.env:MatrixGame", "iterated prisoner's dilemma, (T,R,P,S)=(5,3,1,0)", {"game": "prisoners_dilemma"}),
+    "stag_hunt": ("socialjax.envs.matrix.env:MatrixGame", "iterated stag hunt, R=4 T=3 P=1 S=0", {"game": "stag_hunt"}),
+    "chicken": ("socialjax.envs.matrix.env:MatrixGame", "iterated chicken, (T,R,S,P)=(4,3,1,0)", {"game": "chicken"}),
+    "matrix_game": ("socialjax.envs.matrix.env:MatrixGame", "any iterated 2x2 game (payoffs are params)", {}),
+    "nplayer_matrix": ("socialjax.envs.matrix.env:NPlayerMatrixGame", "N-player game: payoff from own action and number of other cooperators", {}),
+    "donor_game": ("socialjax.envs.donor.env:DonorGame", "donor game with reputation traces (Vallinder & Hughes 2024)", {}),
+}
+
+
+def register_all() -> None:
+    for name, (target, description, preset) in _ENVS.items():
+        if name not in _REGISTRY:
+            register(name, target, description, **preset)
