@@ -1,0 +1,67 @@
+"""Parametric donor-game strategies: the donated fraction depends on the recipient's trace.
+
+A strategy is a ``(D + 2,)`` float32 vector ``theta = [bias, w_1 .. w_D, w_unknown]``
+for trace depth ``D``. Facing a recipient whose trace is ``tau`` with known-mask ``k``,
+the donor gives the fraction
+
+    f = clip(bias + sum_d w_d * k_d * tau_d + w_unknown * (1 - k_1), low, 1)
+
+with ``low = -1`` when punishment is allowed (negative = punish) and ``0`` otherwise.
+``w_1`` weighs what the recipient gave last time (reciprocity towards a generous
+recipient), ``w_2`` what that turn's recipient had given (were they rewarding a
+deserving partner?), and ``w_unknown`` shifts the gift to a recipient with no history.
+These play the role the language-model agents play in Vallinder & Hughes (2024), so that
+cultural evolution can run with no language model at all. All functions are pure and
+work under ``jit``/``vmap``.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from socialjax.envs.donor.env import OBS_TRACE
+
+
+def num_params(trace_depth: int) -> int:
+    """Length of a strategy vector for ``trace_depth``."""
+    return trace_depth + 2
+
+
+def fixed_fraction(fraction: float, trace_depth: int) -> jax.Array:
+    """Always give ``fraction`` whatever the recipient did."""
+    return jnp.zeros(num_params(trace_depth)).at[0].set(fraction)
+
+
+def reciprocator(trace_depth: int, unknown: float = 0.5) -> jax.Array:
+    """Give what the recipient gave last time; ``unknown`` to a recipient with no
+    history (a trace-based tit-for-tat)."""
+    return jnp.zeros(num_params(trace_depth)).at[1].set(1.0).at[-1].set(unknown)
+
+
+def donation_fraction(theta: jax.Array, obs: jax.Array, trace_depth: int, punishment: bool = False) -> jax.Array:
+    """The signed fraction a strategy gives, for one agent's observation ``(obs_size,)``."""
+    trace = obs[OBS_TRACE : OBS_TRACE + trace_depth]
+    known = obs[OBS_TRACE + trace_depth : OBS_TRACE + 2 * trace_depth]
+    raw = theta[0] + jnp.sum(theta[1 : 1 + trace_depth] * known * trace) + theta[-1] * (1.0 - known[0])
+    return jnp.clip(raw, -1.0 if punishment else 0.0, 1.0)
+
+
+def act(thetas: jax.Array, obs: jax.Array, trace_depth: int, punishment: bool = False) -> jax.Array:
+    """Continuous actions for all agents: ``thetas (N, D+2)``, ``obs (N, obs_size)`` ->
+    ``(N,) float32``. (Non-donors' actions are ignored by the environment.)"""
+    return jax.vmap(donation_fraction, in_axes=(0, 0, None, None))(thetas, obs, trace_depth, punishment)
+
+
+def random_strategies(key: jax.Array, num: int, trace_depth: int, weight_scale: float = 0.5) -> jax.Array:
+    """An initial population ``(num, D+2)``: ``bias`` uniform in ``[0, 1]``, trace and
+    unknown weights normal with standard deviation ``weight_scale``."""
+    key_bias, key_w = jax.random.split(key)
+    bias = jax.random.uniform(key_bias, (num, 1))
+    weights = weight_scale * jax.random.normal(key_w, (num, trace_depth + 1))
+    return jnp.concatenate([bias, weights], axis=1)
+
+
+def mutate(key: jax.Array, thetas: jax.Array, std: float | jax.Array) -> jax.Array:
+    """Gaussian mutation of every coefficient."""
+    return thetas + std * jax.random.normal(key, thetas.shape)
