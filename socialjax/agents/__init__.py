@@ -1,0 +1,30 @@
+"""Agents: scripted strategies (and, as they land, networks, learners and reward
+shaping).
+
+Scripted strategies are pure functions of ``(key, strategy, observation)`` so they run
+inside the same ``jit``/``vmap``/``lax.scan`` as the environments. Use the modules:
+
+- :mod:`socialjax.agents.memory_one`: memory-one strategies for the iterated 2x2 games
+  (ALLC, ALLD, TFT, WSLS, GRIM, RANDOM, GTFT, any ``memory_one(...)`` vector), ``act``,
+  ``policy`` and their exact long-run payoffs (``stationary_payoffs``).
+- :mod:`socialjax.agents.donor_strategies`: parametric donor-game strategies whose gift
+  depends on the recipient's reputation trace.
+
+The named memory-one vectors are re-exported here for convenience.
+"""
+
+from socialjax.agents import donor_strategies, memory_one
+from socialjax.agents.memory_one import ALLC, ALLD, GRIM, GTFT, RANDOM, STRATEGIES, TFT, WSLS
+
+__all__ = [
+    "ALLC",
+    "ALLD",
+    "GRIM",
+    "GTFT",
+    "RANDOM",
+    "STRATEGIES",
+    "TFT",
+    "WSLS",
+    "donor_strategies",
+    "memory_one",
+]

@@ -10,9 +10,10 @@ Shapes (``N = num_agents``)::
     obs, state = env.reset(key, params)            # obs: (N, *obs_shape)
     obs, state, reward, done, info = env.step(key, state, actions, params)
     # actions: (N, *action_shape); reward: (N,) float32; done: () bool
-    # info: dict of arrays, always with "terminated" and "truncated" (() bool)
-    # and "invalid_action" ((N,) bool: the action was out of range and replaced
-    # by the environment's no-op action).
+    # info: dict of arrays, always with "terminated" and "truncated" (() bool),
+    # "invalid_action" ((N,) bool: the action was out of range and replaced by the
+    # environment's no-op action) and "final_obs" (the observation before any
+    # auto-reset: the true next observation, to bootstrap from when truncated).
 """
 
 from __future__ import annotations
@@ -63,6 +64,10 @@ class Environment(Generic[TState, TParams]):
     def action_space(self, params: TParams | None = None) -> Space:
         raise NotImplementedError
 
+    def check_params(self, params: TParams) -> None:
+        """Checks of concrete params that need the static options (e.g. an array's
+        shape against ``num_agents``); raise ``ValueError``. Default: none."""
+
     def observation_space(self, params: TParams | None = None) -> Space:
         raise NotImplementedError
 
@@ -70,7 +75,9 @@ class Environment(Generic[TState, TParams]):
     @property
     def default_params(self) -> TParams:
         if self._default_params is None:
-            self._default_params = _as_jax(self.make_default_params().validate())
+            params = self.make_default_params().validate()
+            self.check_params(params)
+            self._default_params = _as_jax(params)
         return self._default_params
 
     def with_params(self, **changes: Any) -> "Environment":
@@ -81,7 +88,9 @@ class Environment(Generic[TState, TParams]):
             raise ValueError(
                 f"{self.name}: unknown parameter(s) {unknown}; valid parameters: {fields}"
             )
-        self._default_params = _as_jax(self.default_params.replace(**changes).validate())
+        params = self.default_params.replace(**changes).validate()
+        self.check_params(params)
+        self._default_params = _as_jax(params)
         return self
 
     @property
@@ -111,6 +120,9 @@ class Environment(Generic[TState, TParams]):
         obs = _select(done, obs_re, obs_st)
         info = dict(info)
         info["invalid_action"] = invalid
+        # the last observation of the finished episode, for bootstrapping at truncation
+        # (XLA drops it when nothing reads it)
+        info["final_obs"] = obs_st
         return obs, state, reward, done, info
 
     def sample_actions(self, key: jax.Array, params: TParams | None = None) -> jax.Array:
@@ -129,6 +141,7 @@ class Environment(Generic[TState, TParams]):
             )
         if is_concrete(params):
             params.validate()
+            self.check_params(params)
         return _as_jax(params)
 
     def prepare_actions(self, actions: Any, params: TParams) -> tuple[jax.Array, jax.Array]:

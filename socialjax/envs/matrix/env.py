@@ -4,7 +4,8 @@
 Rules (spec: institutions.md, "Iterated matrix games"):
 
 - Actions: ``0`` = cooperate (C), ``1`` = defect (D). An out-of-range action is treated
-  as D (not acting is not cooperating) and flagged in ``info["invalid_action"]``.
+  as an intended D (not acting is not cooperating), flagged in
+  ``info["invalid_action"]``, and is then subject to execution noise like any other.
 - Execution noise: each intended action is flipped with probability ``noise``; payoffs
   and observations use the executed actions.
 - Episode: at most ``num_rounds`` rounds (static). After each round the game continues
@@ -216,12 +217,10 @@ class NPlayerMatrixGame(_IteratedGame):
     def make_default_params(self):
         return NPlayerParams(payoffs=nplayer_pairwise_payoffs(self.num_agents, *PRISONERS_DILEMMA))
 
-    def _resolve_params(self, params):
-        params = super()._resolve_params(params)
+    def check_params(self, params):
         shape = np.shape(params.payoffs)
         if shape != (2, self.num_agents):
             raise ValueError(f"{self.name}: payoffs must have shape (2, num_agents)=(2, {self.num_agents}), got {shape}")
-        return params
 
     def stage_payoffs(self, executed, params):
         other_coop = jnp.sum(1 - executed) - (1 - executed)
