@@ -1,11 +1,30 @@
 """socialjax: social dilemmas as compiled, vectorised JAX simulations."""
 
 from socialjax import core
-from socialjax.core import Box, Discrete, checked, describe_envs, make, registered_envs
+from socialjax.core import (
+    Box,
+    Discrete,
+    EpisodeStats,
+    JaxMARLAdapter,
+    checked,
+    describe_envs,
+    make,
+    registered_envs,
+)
 from socialjax.envs import register_all as _register_all
 
 _register_all()
 
 __version__ = "0.1.0"
 
-__all__ = ["Box", "Discrete", "checked", "core", "describe_envs", "make", "registered_envs"]
+__all__ = [
+    "Box",
+    "Discrete",
+    "EpisodeStats",
+    "JaxMARLAdapter",
+    "checked",
+    "core",
+    "describe_envs",
+    "make",
+    "registered_envs",
+]

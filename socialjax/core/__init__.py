@@ -5,13 +5,18 @@ from socialjax.core.environment import Environment
 from socialjax.core.params import EnvParams, param
 from socialjax.core.registry import describe_envs, make, register, registered_envs
 from socialjax.core.spaces import Box, Discrete, Space
+from socialjax.core.wrappers import EpisodeStats, EpisodeStatsState, JaxMARLAdapter, Wrapper
 
 __all__ = [
     "Box",
     "Discrete",
     "EnvParams",
     "Environment",
+    "EpisodeStats",
+    "EpisodeStatsState",
+    "JaxMARLAdapter",
     "Space",
+    "Wrapper",
     "checked",
     "describe_envs",
     "make",

@@ -18,6 +18,7 @@ Shapes (``N = num_agents``)::
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Generic, TypeVar
 
 import jax
@@ -81,7 +82,9 @@ class Environment(Generic[TState, TParams]):
         return self._default_params
 
     def with_params(self, **changes: Any) -> "Environment":
-        """Set new default params (validated). Returns ``self`` for chaining."""
+        """A copy of this environment whose default params have ``changes`` applied
+        (validated). The original is untouched, so functions already jitted on it keep
+        their meaning."""
         fields = self.params_cls.field_names()
         unknown = sorted(set(changes) - set(fields))
         if unknown:
@@ -90,8 +93,9 @@ class Environment(Generic[TState, TParams]):
             )
         params = self.default_params.replace(**changes).validate()
         self.check_params(params)
-        self._default_params = _as_jax(params)
-        return self
+        env = copy.copy(self)
+        env._default_params = _as_jax(params)
+        return env
 
     @property
     def agents(self) -> list[str]:

@@ -81,7 +81,7 @@ def make(name: str, **options: Any) -> Environment:
     env = cls(**static)
     env.name = name
     if dynamic:
-        env.with_params(**dynamic)
+        env = env.with_params(**dynamic)
     else:
         env.default_params  # validate the defaults eagerly
     return env

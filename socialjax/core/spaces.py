@@ -73,8 +73,14 @@ class Box(Space):
     def __init__(self, low, high, shape: Sequence[int], dtype=jnp.float32):
         self.shape = tuple(int(s) for s in shape)
         self.dtype = jnp.dtype(dtype)
-        self.low = np.broadcast_to(np.asarray(low, dtype=self.dtype), self.shape)
-        self.high = np.broadcast_to(np.asarray(high, dtype=self.dtype), self.shape)
+        try:
+            self.low = np.broadcast_to(np.asarray(low, dtype=self.dtype), self.shape)
+            self.high = np.broadcast_to(np.asarray(high, dtype=self.dtype), self.shape)
+        except ValueError:
+            raise ValueError(
+                f"Box bounds must broadcast to shape {self.shape}, got low shape {np.shape(low)} "
+                f"and high shape {np.shape(high)}"
+            ) from None
         if np.any(self.low > self.high):
             raise ValueError(f"Box needs low <= high, got low={low}, high={high}")
 

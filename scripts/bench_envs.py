@@ -1,0 +1,192 @@
+"""Throughput of every registered environment under random actions.
+
+For each env and batch size B, one jitted call runs ``lax.scan`` over T steps of a
+``vmap`` of B environments. Inside the timed loop: a fresh random key per env per
+step, ``env.sample_actions``, ``env.step`` (with its auto-reset) and a reduction of the
+observations and rewards (their float sum, carried through the scan and returned), so
+XLA cannot drop any part of the step. The B resets happen once at the start of each
+call (negligible against T steps).
+
+Compile time (trace + lower + compile) is reported separately; throughput is the
+median of ``--repeats`` timed calls, each ended with ``block_until_ready``.
+
+    python scripts/bench_envs.py --envs ipd,stag_hunt --batch-sizes 1,64 --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+
+import socialjax as sj
+
+DEFAULT_BATCH_SIZES = (1, 64, 1024, 16384)
+# Adaptive T: about STEP_BUDGET env-steps per timed call (0.2-1 s on a 2-core CPU for the
+# matrix games), at least MIN_STEPS and at most MAX_STEPS scan steps.
+STEP_BUDGET = 2_000_000
+MIN_STEPS, MAX_STEPS = 10, 10_000
+
+
+def adaptive_steps(batch: int) -> int:
+    """T = clip(STEP_BUDGET // B, MIN_STEPS, MAX_STEPS)."""
+    return max(MIN_STEPS, min(MAX_STEPS, STEP_BUDGET // batch))
+
+
+def make_run(env: sj.core.Environment, batch: int, steps: int) -> Callable[[jax.Array], jax.Array]:
+    """``run(key) -> () float32``: B envs, T random-action steps, observation checksum."""
+    params = env.default_params
+    reset = jax.vmap(env.reset, in_axes=(0, None))
+    sample = jax.vmap(env.sample_actions, in_axes=(0, None))
+    step = jax.vmap(env.step, in_axes=(0, 0, 0, None))
+
+    def run(key: jax.Array) -> jax.Array:
+        key_reset, key_run = jax.random.split(key)
+        _, state = reset(jax.random.split(key_reset, batch), params)
+
+        def body(carry, key):
+            state, checksum = carry
+            key_act, key_step = jax.random.split(key)
+            actions = sample(jax.random.split(key_act, batch), params)
+            obs, state, reward, done, info = step(jax.random.split(key_step, batch), state, actions, params)
+            obs_sum = sum(jnp.sum(x.astype(jnp.float32)) for x in jax.tree_util.tree_leaves(obs))
+            return (state, checksum + obs_sum + jnp.sum(reward)), None
+
+        (_, checksum), _ = jax.lax.scan(body, (state, jnp.float32(0.0)), jax.random.split(key_run, steps))
+        return checksum
+
+    return jax.jit(run)
+
+
+def bench(env: sj.core.Environment, batch: int, steps: int, repeats: int, seed: int) -> dict[str, Any]:
+    """Compile once, then time ``repeats`` calls; returns the raw numbers."""
+    run = make_run(env, batch, steps)
+    key = jax.random.key(seed)
+    t0 = time.perf_counter()
+    compiled = run.lower(key).compile()
+    compile_s = time.perf_counter() - t0
+    compiled(key).block_until_ready()  # warm-up call (allocations), not timed
+    times = []
+    for r in range(repeats):
+        k = jax.random.fold_in(key, r)
+        t0 = time.perf_counter()
+        compiled(k).block_until_ready()
+        times.append(time.perf_counter() - t0)
+    median_s = statistics.median(times)
+    env_steps_per_s = batch * steps / median_s
+    return {
+        "env": env.name,
+        "batch": batch,
+        "steps": steps,
+        "num_agents": env.num_agents,
+        "compile_s": compile_s,
+        "times_s": times,
+        "median_s": median_s,
+        "env_steps_per_s": env_steps_per_s,
+        "agent_steps_per_s": env_steps_per_s * env.num_agents,
+    }
+
+
+def machine() -> dict[str, Any]:
+    cpu = platform.processor()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return {
+        "devices": [str(d) for d in jax.devices()],
+        "backend": jax.default_backend(),
+        "cpu": cpu,
+        "cpu_count": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "jax": jax.__version__,
+        "socialjax": sj.__version__,
+        "load_average_1_5_15min": list(os.getloadavg()),  # other work sharing the CPUs
+    }
+
+
+def markdown_table(results: list[dict[str, Any]]) -> str:
+    lines = [
+        "| env | N | batch B | steps T | env-steps/s | agent-steps/s | median call s | min-max call s | compile s |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        lines.append(
+            f"| {r['env']} | {r['num_agents']} | {r['batch']} | {r['steps']} | {r['env_steps_per_s']:,.0f} | "
+            f"{r['agent_steps_per_s']:,.0f} | {r['median_s']:.3f} | "
+            f"{min(r['times_s']):.3f}-{max(r['times_s']):.3f} | {r['compile_s']:.2f} |"
+        )
+    return "\n".join(lines)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--envs", default=None, help="comma-separated env names (default: all registered)")
+    parser.add_argument("--batch-sizes", default=",".join(map(str, DEFAULT_BATCH_SIZES)))
+    parser.add_argument(
+        "--steps", type=int, default=None,
+        help=f"scan steps T per call (default adaptive: clip({STEP_BUDGET:,} // B, {MIN_STEPS}, {MAX_STEPS}))",
+    )
+    parser.add_argument("--repeats", type=int, default=5, help="timed calls per configuration (median reported)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", default=None, metavar="PATH", help="write the raw results here")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    names = args.envs.split(",") if args.envs else sj.registered_envs()
+    batch_sizes = [int(b) for b in args.batch_sizes.split(",")]
+    if args.repeats < 1 or any(b < 1 for b in batch_sizes) or (args.steps is not None and args.steps < 1):
+        raise SystemExit("--repeats, --batch-sizes and --steps must be positive")
+
+    info = machine()
+    print(f"machine: {info['cpu']} ({info['cpu_count']} CPUs), {info['platform']}")
+    print(f"jax {info['jax']}, backend {info['backend']}, devices {info['devices']}")
+    print(f"load average at start (1, 5, 15 min): {info['load_average_1_5_15min']}")
+    steps_rule = f"T = {args.steps}" if args.steps else (
+        f"T = clip({STEP_BUDGET:,} // B, {MIN_STEPS}, {MAX_STEPS}) (adaptive)"
+    )
+    print(f"batch sizes {batch_sizes}; {steps_rule}; median of {args.repeats} calls; default params\n")
+
+    results, skipped = [], {}
+    for name in names:
+        try:
+            env = sj.make(name)
+        except (ImportError, AttributeError) as exc:  # an env whose module is not written yet
+            skipped[name] = f"{type(exc).__name__}: {exc}"
+            print(f"skipping {name}: {skipped[name]}", file=sys.stderr)
+            continue
+        for batch in batch_sizes:
+            steps = args.steps or adaptive_steps(batch)
+            r = bench(env, batch, steps, args.repeats, args.seed)
+            results.append(r)
+            print(
+                f"{name:>16} B={batch:<6} T={steps:<5} {r['env_steps_per_s']:>14,.0f} env-steps/s  "
+                f"compile {r['compile_s']:.2f}s", file=sys.stderr, flush=True,
+            )
+
+    print(markdown_table(results))
+    for name, why in skipped.items():
+        print(f"\nskipped {name}: {why}")
+    end_load = list(os.getloadavg())
+    print(f"\nload average at end (1, 5, 15 min): {end_load}")
+    if args.json:
+        info["load_average_end"] = end_load
+        with open(args.json, "w") as f:
+            json.dump({"machine": info, "args": vars(args), "results": results, "skipped": skipped}, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

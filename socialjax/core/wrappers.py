@@ -1,0 +1,248 @@
+"""Wrappers that keep the environment contract.
+
+- :class:`EpisodeStats` logs per-agent episode returns and lengths (gymnax's
+  ``LogWrapper``, with agents as an array axis). Its ``reset``/``step`` have the same
+  signatures as :class:`~socialjax.core.environment.Environment`'s, so it can stand in
+  for the environment anywhere (``jit``, ``vmap``, ``lax.scan``).
+- :class:`JaxMARLAdapter` exposes JaxMARL's ``MultiAgentEnv`` dict API so that JaxMARL
+  training code runs unchanged.
+
+Every wrapper forwards the attributes it does not define (``num_agents``, ``name``,
+``agents``, ``default_params``, ``action_space`` ...) to the environment it wraps.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from socialjax.core.environment import Environment
+from socialjax.core.params import EnvParams
+from socialjax.core.spaces import Discrete, Space
+
+
+class Wrapper:
+    """Base class: holds an environment (or another wrapper) and forwards attributes."""
+
+    def __init__(self, env: Environment | "Wrapper"):
+        self._env = env
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "_env":  # not set yet (copy / unpickle): do not recurse
+            raise AttributeError(name)
+        return getattr(self._env, name)
+
+    @property
+    def unwrapped(self) -> Environment:
+        """The innermost environment."""
+        env = self._env
+        return env.unwrapped if isinstance(env, Wrapper) else env
+
+    def with_params(self, **changes: Any) -> "Wrapper":
+        """A copy of this wrapper around ``env.with_params(**changes)``; the original is
+        untouched."""
+        new = copy.copy(self)
+        new._env = self._env.with_params(**changes)
+        return new
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._env!r})"
+
+
+# --------------------------------------------------------------------------- stats
+@struct.dataclass
+class EpisodeStatsState:
+    """State of :class:`EpisodeStats` (``N = num_agents``)."""
+
+    env_state: Any
+    episode_returns: jax.Array  # (N,) float32: return of the running episode so far
+    episode_length: jax.Array  # () int32: steps taken in the running episode
+    returned_episode_returns: jax.Array  # (N,) float32: return of the last completed episode
+    returned_episode_lengths: jax.Array  # () int32: length of the last completed episode
+    episode_count: jax.Array  # () int32: episodes completed since reset
+
+
+class EpisodeStats(Wrapper):
+    """Accumulate per-agent episode returns and lengths across auto-resets.
+
+    Rules, per environment (so they hold under ``vmap``):
+
+    - each step adds its reward ``(N,)`` to the running return and 1 to the length;
+    - on a step with ``done``, the running return *including that step's reward* and
+      the length including that step become ``returned_episode_returns`` /
+      ``returned_episode_lengths``, the episode counter increases by one, and the
+      running return and length restart from zero (the environment has auto-reset);
+    - ``returned_*`` keep the last completed episode's values until the next one ends.
+
+    ``info`` gains, every step: ``returned_episode_returns`` ``(N,) float32``,
+    ``returned_episode_lengths`` ``() int32``, ``returned_episode`` ``() bool`` (an
+    episode ended on this step, i.e. ``done``) and ``episode_count`` ``() int32``.
+    """
+
+    def reset(
+        self, key: jax.Array, params: EnvParams | None = None
+    ) -> tuple[jax.Array, EpisodeStatsState]:
+        obs, env_state = self._env.reset(key, params)
+        n = self._env.num_agents
+        state = EpisodeStatsState(
+            env_state=env_state,
+            episode_returns=jnp.zeros((n,), jnp.float32),
+            episode_length=jnp.zeros((), jnp.int32),
+            returned_episode_returns=jnp.zeros((n,), jnp.float32),
+            returned_episode_lengths=jnp.zeros((), jnp.int32),
+            episode_count=jnp.zeros((), jnp.int32),
+        )
+        return obs, state
+
+    def step(
+        self,
+        key: jax.Array,
+        state: EpisodeStatsState,
+        actions: jax.Array,
+        params: EnvParams | None = None,
+    ) -> tuple[jax.Array, EpisodeStatsState, jax.Array, jax.Array, dict[str, jax.Array]]:
+        obs, env_state, reward, done, info = self._env.step(key, state.env_state, actions, params)
+        episode_returns = state.episode_returns + reward.astype(jnp.float32)
+        episode_length = state.episode_length + 1
+        state = EpisodeStatsState(
+            env_state=env_state,
+            episode_returns=jnp.where(done, jnp.zeros_like(episode_returns), episode_returns),
+            episode_length=jnp.where(done, jnp.zeros_like(episode_length), episode_length),
+            returned_episode_returns=jnp.where(done, episode_returns, state.returned_episode_returns),
+            returned_episode_lengths=jnp.where(done, episode_length, state.returned_episode_lengths),
+            episode_count=state.episode_count + done.astype(jnp.int32),
+        )
+        info = dict(info)
+        info["returned_episode_returns"] = state.returned_episode_returns
+        info["returned_episode_lengths"] = state.returned_episode_lengths
+        info["returned_episode"] = done
+        info["episode_count"] = state.episode_count
+        return obs, state, reward, done, info
+
+
+# --------------------------------------------------------------------------- JaxMARL
+class JaxMARLAdapter(Wrapper):
+    """JaxMARL's ``MultiAgentEnv`` API over a socialjax environment.
+
+    Agents are named ``"agent_0" ... "agent_{N-1}"`` in the order of the agent axis.
+    The params are those given at construction (``env.default_params`` when ``None``;
+    a copy with other params comes from :meth:`with_params`)::
+
+        obs, state = env.reset(key)                        # obs: {agent: (*obs_shape)}
+        obs, state, rewards, dones, infos = env.step(key, state, actions)
+        # actions: {agent: (*action_shape)}, stacked along the agent axis
+        # rewards: {agent: () float32}; dones: {agent: () bool, "__all__": () bool}
+
+    ``step`` auto-resets like JaxMARL's. ``infos`` holds the per-agent scalars of the
+    environment's ``info``, each of shape ``(N,)`` as JaxMARL's baselines expect (they
+    reshape every info leaf to ``(num_envs * N,)``): a per-environment scalar
+    (``terminated``, ``truncated``, ...) is broadcast to ``(N,)`` and an ``(N,)`` leaf
+    is kept. Leaves of any other shape (``final_obs`` ``(N, *obs_shape)``, a donor
+    game's ``(G, N)`` table ...) would break that reshape and are left out, unless
+    ``full_info=True``, which passes them through unchanged.
+
+    Differences from JaxMARL: ``step`` has no ``reset_state`` argument (socialjax
+    environments reset from a key), and nothing is jitted here: jit the caller, as
+    every training loop does.
+    """
+
+    def __init__(self, env: Environment | Wrapper, params: EnvParams | None = None, full_info: bool = False):
+        super().__init__(env)
+        self.full_info = bool(full_info)
+        self.num_agents: int = env.num_agents
+        self.agents: list[str] = list(env.agents)
+        self._set_params(params)
+
+    def _set_params(self, params: EnvParams | None) -> None:
+        """Validate ``params`` (``None``: the env's defaults) and derive the spaces."""
+        self.params = self._env._resolve_params(params)
+        self.observation_spaces: dict[str, Space] = {
+            agent: self._env.observation_space(self.params) for agent in self.agents
+        }
+        self.action_spaces: dict[str, Space] = {
+            agent: self._env.action_space(self.params) for agent in self.agents
+        }
+
+    def with_params(self, **changes: Any) -> "JaxMARLAdapter":
+        """A copy of this adapter with some params replaced (validated); the original
+        is untouched."""
+        fields = type(self.params).field_names()
+        unknown = sorted(set(changes) - set(fields))
+        if unknown:
+            raise ValueError(f"{self.name}: unknown parameter(s) {unknown}; valid parameters: {fields}")
+        new = copy.copy(self)
+        new._set_params(self.params.replace(**changes))
+        return new
+
+    @property
+    def name(self) -> str:
+        return self._env.name
+
+    def reset(self, key: jax.Array) -> tuple[dict[str, Any], Any]:
+        obs, state = self._env.reset(key, self.params)
+        return self.unstack(obs), state
+
+    def step(
+        self, key: jax.Array, state: Any, actions: dict[str, Any]
+    ) -> tuple[dict[str, Any], Any, dict[str, jax.Array], dict[str, jax.Array], dict[str, jax.Array]]:
+        obs, state, reward, done, info = self._env.step(key, state, self.stack(actions), self.params)
+        dones = {agent: done for agent in self.agents}
+        dones["__all__"] = done
+        return self.unstack(obs), state, self.unstack(reward), dones, self.per_agent_info(info)
+
+    def observation_space(self, agent: str | None = None) -> Space:
+        """The space of one agent's observation (all agents share it)."""
+        return self.observation_spaces[self._agent(agent)]
+
+    def action_space(self, agent: str | None = None) -> Space:
+        """The space of one agent's action (all agents share it)."""
+        return self.action_spaces[self._agent(agent)]
+
+    def get_avail_actions(self, state: Any) -> dict[str, jax.Array]:
+        """Every action is always available: ``{agent: (n,) bool}`` of ones."""
+        space = self.action_spaces[self.agents[0]]
+        if not isinstance(space, Discrete):
+            raise TypeError(f"{self.name}: available actions are defined for Discrete action spaces, not {space}")
+        return {agent: jnp.ones((space.n,), bool) for agent in self.agents}
+
+    # -------------------------------------------------------------- conversions
+    def stack(self, actions: dict[str, Any]) -> jax.Array:
+        """``{agent: (*action_shape)}`` -> ``(N, *action_shape)`` in agent order."""
+        if not isinstance(actions, dict):
+            raise TypeError(f"{self.name}: actions must be a dict keyed by {self.agents}, got {type(actions).__name__}")
+        missing = [a for a in self.agents if a not in actions]
+        extra = sorted(set(actions) - set(self.agents))
+        if missing or extra:
+            raise ValueError(
+                f"{self.name}: actions must have exactly the keys {self.agents}; "
+                f"missing {missing}, unknown {extra}"
+            )
+        return jnp.stack([jnp.asarray(actions[agent]) for agent in self.agents])
+
+    def unstack(self, tree: Any) -> dict[str, Any]:
+        """A pytree whose leaves are ``(N, ...)`` -> ``{agent: tree of (...)}``."""
+        return {agent: jax.tree_util.tree_map(lambda x, i=i: x[i], tree) for i, agent in enumerate(self.agents)}
+
+    def per_agent_info(self, info: dict[str, Any]) -> dict[str, Any]:
+        """Per-agent ``(N,)`` view of ``info``: scalars broadcast to ``(N,)``, ``(N,)``
+        leaves kept, other shapes left out (kept unchanged when ``full_info``)."""
+        n = self.num_agents
+        out = {}
+        for name, value in info.items():
+            shape = jnp.shape(value)
+            if shape == ():
+                out[name] = jnp.broadcast_to(value, (n,))
+            elif shape == (n,) or self.full_info:
+                out[name] = value
+        return out
+
+    def _agent(self, agent: str | None) -> str:
+        if agent is None:
+            return self.agents[0]
+        if agent not in self.observation_spaces:
+            raise ValueError(f"{self.name}: unknown agent {agent!r}; agents are {self.agents}")
+        return agent

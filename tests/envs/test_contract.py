@@ -1,0 +1,156 @@
+"""The environment contract (DESIGN.md), checked for every registered environment.
+
+Each environment runs once as a jitted, vmapped random-action rollout (module-scoped,
+so it compiles once per env); the tests then read that rollout.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import socialjax as sj
+
+# Small static options per environment; a newly registered env must be added here.
+ENV_OPTIONS = {
+    "ipd": {"num_rounds": 8},
+    "stag_hunt": {"num_rounds": 8},
+    "chicken": {"num_rounds": 8},
+    "matrix_game": {"num_rounds": 8},
+    "nplayer_matrix": {"num_agents": 3, "num_rounds": 8},
+    "donor_game": {},  # one episode = one generation: 2 games x 12 rounds
+}
+NUM_STEPS = 60  # covers at least two whole episodes of every env above
+NUM_ENVS = 4
+KEY = jax.random.key(42)
+
+
+def tree_equal(a, b) -> bool:
+    """Same structure and bit-identical leaves."""
+    leaves_a, tree_a = jax.tree_util.tree_flatten(a)
+    leaves_b, tree_b = jax.tree_util.tree_flatten(b)
+    return tree_a == tree_b and all(np.array_equal(x, y) for x, y in zip(leaves_a, leaves_b))
+
+
+def rollout(env: sj.EpisodeStats, key: jax.Array, num_steps: int) -> dict:
+    """Random actions in one environment. Leaves of the result are ``(T, ...)``; also
+    returns the first observation and, per step, the observation and state of a fresh
+    reset with the key that ``Environment.step`` uses for its auto-reset."""
+    params = env.default_params
+    key_reset, key_run = jax.random.split(key)
+    obs0, state0 = env.reset(key_reset, params)
+
+    def body(state, key):
+        key_act, key_step = jax.random.split(key)
+        actions = env.sample_actions(key_act, params)
+        obs, state, reward, done, info = env.step(key_step, state, actions, params)
+        # Environment.step splits its key into (step, reset) and resets from the second
+        reset_obs, reset_state = env.unwrapped.reset(jax.random.split(key_step)[1], params)
+        out = dict(
+            actions=actions, obs=obs, reward=reward, done=done, info=info,
+            env_state=state.env_state, reset_obs=reset_obs, reset_state=reset_state,
+        )
+        return state, out
+
+    _, traj = jax.lax.scan(body, state0, jax.random.split(key_run, num_steps))
+    traj["obs0"] = obs0
+    return traj
+
+
+@pytest.fixture(scope="module", params=sj.registered_envs())
+def env(request) -> sj.EpisodeStats:
+    name = request.param
+    assert name in ENV_OPTIONS, f"add small static options for {name!r} to ENV_OPTIONS"
+    return sj.EpisodeStats(sj.make(name, **ENV_OPTIONS[name]))
+
+
+@pytest.fixture(scope="module")
+def batched_rollout(env):
+    return jax.jit(jax.vmap(lambda key: rollout(env, key, NUM_STEPS)))
+
+
+@pytest.fixture(scope="module")
+def traj(batched_rollout):
+    """``(B, T, ...)`` leaves: NUM_ENVS random-action rollouts."""
+    return jax.device_get(batched_rollout(jax.random.split(KEY, NUM_ENVS)))
+
+
+def test_reset_and_step_jit_and_vmap(env):
+    inner = env.unwrapped
+    n = inner.num_agents
+    params = inner.default_params
+
+    def reset_then_step(key, params):
+        key_reset, key_act, key_step = jax.random.split(key, 3)
+        obs, state = inner.reset(key_reset, params)
+        actions = inner.sample_actions(key_act, params)
+        return (obs, state, actions), inner.step(key_step, state, actions, params)
+
+    (obs, state, actions), (obs2, state2, reward, done, info) = jax.jit(
+        jax.vmap(reset_then_step, in_axes=(0, None))
+    )(jax.random.split(KEY, NUM_ENVS), params)
+    obs_space, act_space = inner.observation_space(params), inner.action_space(params)
+    assert obs.shape == (NUM_ENVS, n) + obs_space.shape and obs.dtype == obs_space.dtype
+    assert actions.shape == (NUM_ENVS, n) + act_space.shape and actions.dtype == act_space.dtype
+    assert obs2.shape == obs.shape and obs2.dtype == obs.dtype
+    assert jax.tree_util.tree_structure(state2) == jax.tree_util.tree_structure(state)
+    assert reward.shape == (NUM_ENVS, n) and reward.dtype == jnp.float32
+    assert done.shape == (NUM_ENVS,) and done.dtype == jnp.bool_
+
+
+def test_same_key_gives_the_same_trajectory(env, batched_rollout, traj):
+    keys = jax.random.split(KEY, NUM_ENVS)
+    assert tree_equal(traj, jax.device_get(batched_rollout(keys)))
+    # whatever batch it ran in: env 1 alone equals env 1 of the batch
+    alone = jax.device_get(jax.jit(lambda key: rollout(env, key, NUM_STEPS))(keys[1]))
+    assert tree_equal(alone, jax.tree_util.tree_map(lambda x: x[1], traj))
+    # and the key matters
+    assert not np.array_equal(traj["actions"][0], traj["actions"][1])
+
+
+def test_observations_are_in_the_observation_space(env, traj):
+    space = env.observation_space(env.default_params)
+    for name in ("obs0", "obs", "reset_obs"):
+        obs = traj[name]
+        assert obs.dtype == space.dtype, name
+        assert obs.shape[-1 - len(space.shape):] == (env.num_agents,) + space.shape, name
+        assert bool(space.contains(obs)), f"{name} outside {space}"
+
+
+def test_step_output_types(env, traj):
+    n, batch = env.num_agents, (NUM_ENVS, NUM_STEPS)
+    assert traj["reward"].shape == batch + (n,) and traj["reward"].dtype == np.float32
+    assert np.all(np.isfinite(traj["reward"]))
+    assert traj["done"].shape == batch and traj["done"].dtype == np.bool_
+    info = traj["info"]
+    for key in ("terminated", "truncated"):
+        assert info[key].shape == batch and info[key].dtype == np.bool_, key
+    assert info["final_obs"].shape == traj["obs"].shape
+    assert info["invalid_action"].shape == batch + (n,) and info["invalid_action"].dtype == np.bool_
+    np.testing.assert_array_equal(traj["done"], info["terminated"] | info["truncated"])
+    assert not np.any(info["terminated"] & info["truncated"])
+
+
+def test_auto_reset(env, traj):
+    done = traj["done"]
+    assert done.any(axis=1).all(), f"no episode ended within {NUM_STEPS} steps"
+    # the step that ends an episode returns the first observation of the next one
+    fresh_obs, _ = env.reset(KEY)
+    assert traj["obs"].shape[2:] == fresh_obs.shape and traj["obs"].dtype == fresh_obs.dtype
+    np.testing.assert_array_equal(traj["obs"][done], traj["reset_obs"][done])
+    for got, fresh in zip(jax.tree_util.tree_leaves(traj["env_state"]), jax.tree_util.tree_leaves(traj["reset_state"])):
+        np.testing.assert_array_equal(got[done], fresh[done])
+    # info["final_obs"] is the observation before the auto-reset (to bootstrap from)
+    final_obs = traj["info"]["final_obs"]
+    np.testing.assert_array_equal(final_obs[~done], traj["obs"][~done])
+    assert bool(env.observation_space(env.default_params).contains(final_obs))
+    # EpisodeStats counts the episodes: +1 exactly on the steps with done
+    count = traj["info"]["episode_count"]
+    np.testing.assert_array_equal(count, np.cumsum(done, axis=1))
+    np.testing.assert_array_equal(traj["info"]["returned_episode"], done)
+
+
+def test_sampled_actions_are_always_valid(env, traj):
+    space = env.action_space(env.default_params)
+    assert bool(space.contains(traj["actions"]))
+    assert not traj["info"]["invalid_action"].any()
