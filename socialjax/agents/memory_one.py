@@ -137,6 +137,14 @@ STRATEGIES: dict[str, np.ndarray] = {
 }
 
 
+def random_memory_one(key: jax.Array, batch_shape=()) -> jax.Array:
+    """Random memory-one strategies: every entry of ``[p_first, p_CC, p_CD, p_DC,
+    p_DD]`` drawn uniformly from ``[0, 1]``; ``(*batch_shape, 5) float32``. These are the
+    "random memory-one tabular" co-players of the Weis et al. (2026) pool. Pure: works
+    under ``jit`` and ``vmap``."""
+    return jax.random.uniform(key, tuple(batch_shape) + (NUM_CODES,), jnp.float32)
+
+
 # --------------------------------------------------------------------------- acting
 def act(key: jax.Array, strategy, last_code) -> jax.Array:
     """Draw actions: cooperate (``0``) when a uniform draw is below

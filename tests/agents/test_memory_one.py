@@ -205,3 +205,16 @@ def test_stationary_distribution_properties(p, q, noise):
     a, b = stationary_payoffs(p, q, PD, noise)
     b2, a2 = stationary_payoffs(q, p, PD, noise)
     np.testing.assert_allclose([a, b], [a2, b2], atol=1e-6)
+
+
+def test_random_memory_one_pool():
+    from socialjax.agents.memory_one import random_memory_one
+
+    pool = np.asarray(jax.jit(random_memory_one, static_argnums=1)(jax.random.key(0), (4000,)))
+    assert pool.shape == (4000, 5) and pool.dtype == np.float32
+    assert pool.min() >= 0.0 and pool.max() <= 1.0
+    # uniform on [0, 1]: mean 1/2 (sd of the mean ~0.0046), variance 1/12, entries independent
+    np.testing.assert_allclose(pool.mean(0), 0.5, atol=0.025)
+    np.testing.assert_allclose(pool.var(0), 1 / 12, atol=0.01)
+    assert np.abs(np.corrcoef(pool.T) - np.eye(5)).max() < 0.08
+    assert not np.array_equal(random_memory_one(jax.random.key(1), (3,)), random_memory_one(jax.random.key(2), (3,)))
