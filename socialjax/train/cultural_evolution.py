@@ -206,6 +206,8 @@ def _progress_line(step, values):
 
 def format_summary(result: dict) -> str:
     """A one-screen table: per generation, mean [95% CI] across seeds, per multiplier."""
+    import numpy as np
+
     from socialjax.viz.plots import mean_ci95
 
     metrics, mults = result["metrics"], result["multipliers"]
@@ -220,6 +222,9 @@ def format_summary(result: dict) -> str:
     for gen in range(num_gens):
         cells = "".join(f"{m[gen]:9.2f} [{lo[gen]:7.2f},{hi[gen]:7.2f}]" for m, lo, hi in stats)
         lines.append(f"{gen + 1:3d}  {cells}")
+    medians = [np.median(metrics["mean_final_resources"][i][:, -1]) for i in range(len(mults))]
+    lines.append("median across seeds, last generation: " + ", ".join(
+        f"g={g:g}: {m:.2f}" for g, m in zip(mults, medians)) + " (heavy tails: a few seeds can dominate the mean)")
     lines.append("mean fraction given, first -> last generation: " + ", ".join(
         f"g={g:g}: {v[0]:.3f} -> {v[-1]:.3f}" for g, v in zip(mults, given)))
     lines.append("reference: a population that never gives ends every game with its initial 10.")
@@ -247,7 +252,8 @@ def _plot(metrics, mults, path, num_seeds):
                "mean fraction given by donors", "Generosity")
     for ax in axes:
         ax.set_xlabel("generation")
-    fig.text(0.01, 0.01, f"{num_seeds} seeds per line; dark band: 95% CI of the mean, light band: 5-95% of seeds",
+    fig.text(0.01, 0.01, f"{num_seeds} seeds per line: solid = mean, dark band = bootstrap 95% CI of the mean, "
+             "dashed = median, light band = 5-95% of seeds",
              fontsize=7)
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     fig.savefig(path, dpi=120)

@@ -24,15 +24,17 @@ def mean_ci95(values: np.ndarray, axis: int = 0, resamples: int = 2000, seed: in
 
 
 def plot_bands(ax, x: np.ndarray, series: Mapping[str, np.ndarray], ylabel: str, title: str = "", logy: bool = False):
-    """One line per series with its 95% CI band (across the first axis, the seeds)
-    and a lighter 5-95 percentile band of the seeds themselves."""
+    """One line per series (the mean across the first axis, the seeds) with its 95% CI
+    band, a lighter 5-95 percentile band of the seeds themselves, and the median
+    dashed (which differs from the mean when a few seeds dominate it)."""
     for label, values in series.items():
         values = np.asarray(values)
         mean, low, high = mean_ci95(values)
         line, = ax.plot(x, mean, marker="o", ms=3, label=label)
         ax.fill_between(x, low, high, color=line.get_color(), alpha=0.3, lw=0)
-        p5, p95 = np.percentile(values, [5, 95], axis=0)
+        p5, p50, p95 = np.percentile(values, [5, 50, 95], axis=0)
         ax.fill_between(x, p5, p95, color=line.get_color(), alpha=0.08, lw=0)
+        ax.plot(x, p50, ls="--", lw=1, color=line.get_color())
     ax.set_ylabel(ylabel)
     if title:
         ax.set_title(title)
