@@ -11,7 +11,9 @@ from socialjax.core import (
     make,
     registered_envs,
 )
+from socialjax import metrics
 from socialjax.envs import register_all as _register_all
+from socialjax.metrics import SocialMetrics
 
 _register_all()
 
@@ -22,9 +24,11 @@ __all__ = [
     "Discrete",
     "EpisodeStats",
     "JaxMARLAdapter",
+    "SocialMetrics",
     "checked",
     "core",
     "describe_envs",
     "make",
+    "metrics",
     "registered_envs",
 ]

@@ -4,11 +4,12 @@ from socialjax.core.checked import checked
 from socialjax.core.environment import Environment
 from socialjax.core.params import EnvParams, param
 from socialjax.core.registry import describe_envs, make, register, registered_envs
-from socialjax.core.spaces import Box, Discrete, Space
+from socialjax.core.spaces import Box, Dict, Discrete, Space
 from socialjax.core.wrappers import EpisodeStats, EpisodeStatsState, JaxMARLAdapter, Wrapper
 
 __all__ = [
     "Box",
+    "Dict",
     "Discrete",
     "EnvParams",
     "Environment",

@@ -39,6 +39,8 @@ class Environment(Generic[TState, TParams]):
     name: str = "environment"
     #: action substituted for an out-of-range one (documented per environment)
     noop_action: int | float = 0
+    #: info keys holding per-agent ``(N,)`` per-step event counts that socialjax.metrics sums
+    event_keys: tuple[str, ...] = ()
 
     def __init__(self, num_agents: int):
         if not isinstance(num_agents, (int,)) or isinstance(num_agents, bool) or num_agents < 1:
@@ -64,6 +66,23 @@ class Environment(Generic[TState, TParams]):
 
     def action_space(self, params: TParams | None = None) -> Space:
         raise NotImplementedError
+
+    # An environment whose observation is a function of its state alone may implement
+    # these three instead of reset_env/step_env; the public step then computes the
+    # observation once per step, after the auto-reset (not once for each branch).
+    def initial_state(self, key: jax.Array, params: TParams) -> TState:
+        raise NotImplementedError
+
+    def transition(
+        self, key: jax.Array, state: TState, actions: jax.Array, params: TParams
+    ) -> tuple[TState, jax.Array, jax.Array, dict[str, jax.Array]]:
+        raise NotImplementedError
+
+    def get_obs(self, state: TState, params: TParams) -> Any:
+        raise NotImplementedError
+
+    def _observes_separately(self) -> bool:
+        return type(self).get_obs is not Environment.get_obs
 
     def check_params(self, params: TParams) -> None:
         """Checks of concrete params that need the static options (e.g. an array's
@@ -118,10 +137,17 @@ class Environment(Generic[TState, TParams]):
         _check_key(key)
         actions, invalid = self.prepare_actions(actions, params)
         key_step, key_reset = jax.random.split(key)
-        obs_st, state_st, reward, done, info = self.step_env(key_step, state, actions, params)
-        obs_re, state_re = self.reset_env(key_reset, params)
-        state = _select(done, state_re, state_st)
-        obs = _select(done, obs_re, obs_st)
+        if self._observes_separately():
+            # observe once, after choosing between the stepped and the fresh state
+            state_st, reward, done, info = self.transition(key_step, state, actions, params)
+            state = _select(done, self.initial_state(key_reset, params), state_st)
+            obs = self.get_obs(state, params)
+            obs_st = self.get_obs(state_st, params)  # dropped by XLA unless info["final_obs"] is read
+        else:
+            obs_st, state_st, reward, done, info = self.step_env(key_step, state, actions, params)
+            obs_re, state_re = self.reset_env(key_reset, params)
+            state = _select(done, state_re, state_st)
+            obs = _select(done, obs_re, obs_st)
         info = dict(info)
         info["invalid_action"] = invalid
         # the last observation of the finished episode, for bootstrapping at truncation

@@ -119,3 +119,46 @@ class Box(Space):
 
     def __hash__(self):
         return hash(("Box", self.shape, str(self.dtype)))
+
+
+class Dict(Space):
+    """A dict of named spaces; samples and observations are dicts of arrays.
+
+    ``valid`` is the elementwise AND over the entries (per leading batch element)."""
+
+    def __init__(self, spaces: dict[str, Space]):
+        if not spaces:
+            raise ValueError("Dict space needs at least one entry")
+        self.spaces = dict(spaces)
+        self.shape = ()
+        self.dtype = None
+
+    def sample(self, key, batch_shape=()):
+        keys = jax.random.split(key, len(self.spaces))
+        return {name: s.sample(k, batch_shape) for k, (name, s) in zip(keys, self.spaces.items())}
+
+    def valid(self, x):
+        if not isinstance(x, dict) or set(x) != set(self.spaces):
+            raise ValueError(f"expected a dict with keys {sorted(self.spaces)}, got {type(x).__name__}")
+        out = None
+        for name, s in self.spaces.items():
+            v = s.valid(x[name])
+            out = v if out is None else out & v
+        return out
+
+    def contains(self, x):
+        if not isinstance(x, dict) or set(x) != set(self.spaces):
+            return jnp.asarray(False)
+        return jnp.all(jnp.stack([jnp.asarray(s.contains(x[n])) for n, s in self.spaces.items()]))
+
+    def __getitem__(self, name: str) -> Space:
+        return self.spaces[name]
+
+    def __repr__(self):
+        return "Dict(" + ", ".join(f"{k}={v!r}" for k, v in self.spaces.items()) + ")"
+
+    def __eq__(self, other):
+        return isinstance(other, Dict) and other.spaces == self.spaces
+
+    def __hash__(self):
+        return hash(("Dict", tuple(self.spaces)))

@@ -10,6 +10,10 @@ _ENVS = {
     "matrix_game": ("socialjax.envs.matrix.env:MatrixGame", "any iterated 2x2 game (payoffs are params)", {}),
     "nplayer_matrix": ("socialjax.envs.matrix.env:NPlayerMatrixGame", "N-player game: payoff from own action and number of other cooperators", {}),
     "donor_game": ("socialjax.envs.donor.env:DonorGame", "donor game with reputation traces (Vallinder & Hughes 2024)", {}),
+    "harvest_open": ("socialjax.envs.harvest:Harvest", "Melting Pot Commons Harvest, open map, 7 players", {"preset": "open"}),
+    "harvest_closed": ("socialjax.envs.harvest:Harvest", "Melting Pot Commons Harvest, closed map, 7 players", {"preset": "closed"}),
+    "harvest_partnership": ("socialjax.envs.harvest:Harvest", "Melting Pot Commons Harvest, partnership map, 7 players", {"preset": "partnership"}),
+    "harvest_ssd": ("socialjax.envs.harvest:HarvestSSD", "original SSD Harvest (Hughes et al. 2018), 5 players, fines", {}),
 }
 
 

@@ -19,10 +19,22 @@ ENV_OPTIONS = {
     "matrix_game": {"num_rounds": 8},
     "nplayer_matrix": {"num_agents": 3, "num_rounds": 8},
     "donor_game": {},  # one episode = one generation: 2 games x 12 rounds
+    "harvest_open": {"num_agents": 3, "episode": "fixed", "episode_length": 25},
+    "harvest_closed": {"num_agents": 3, "episode": "fixed", "episode_length": 25},
+    "harvest_partnership": {"num_agents": 3, "episode": "fixed", "episode_length": 25},
+    "harvest_ssd": {"num_agents": 3, "episode_length": 25},
 }
 NUM_STEPS = 60  # covers at least two whole episodes of every env above
 NUM_ENVS = 4
 KEY = jax.random.key(42)
+
+
+def obs_parts(obs, space):
+    """``(array, space)`` pairs, one per observation entry (a Dict space has several)."""
+    if isinstance(space, sj.core.Dict):
+        assert set(obs) == set(space.spaces)
+        return [(obs[k], s) for k, s in space.spaces.items()]
+    return [(obs, space)]
 
 
 def tree_equal(a, b) -> bool:
@@ -90,9 +102,12 @@ def test_reset_and_step_jit_and_vmap(env):
         jax.vmap(reset_then_step, in_axes=(0, None))
     )(jax.random.split(KEY, NUM_ENVS), params)
     obs_space, act_space = inner.observation_space(params), inner.action_space(params)
-    assert obs.shape == (NUM_ENVS, n) + obs_space.shape and obs.dtype == obs_space.dtype
+    for part, space in obs_parts(obs, obs_space):
+        assert part.shape == (NUM_ENVS, n) + space.shape and part.dtype == space.dtype
     assert actions.shape == (NUM_ENVS, n) + act_space.shape and actions.dtype == act_space.dtype
-    assert obs2.shape == obs.shape and obs2.dtype == obs.dtype
+    assert jax.tree_util.tree_structure(obs2) == jax.tree_util.tree_structure(obs)
+    for a, b in zip(jax.tree_util.tree_leaves(obs), jax.tree_util.tree_leaves(obs2)):
+        assert a.shape == b.shape and a.dtype == b.dtype
     assert jax.tree_util.tree_structure(state2) == jax.tree_util.tree_structure(state)
     assert reward.shape == (NUM_ENVS, n) and reward.dtype == jnp.float32
     assert done.shape == (NUM_ENVS,) and done.dtype == jnp.bool_
@@ -111,10 +126,11 @@ def test_same_key_gives_the_same_trajectory(env, batched_rollout, traj):
 def test_observations_are_in_the_observation_space(env, traj):
     space = env.observation_space(env.default_params)
     for name in ("obs0", "obs", "reset_obs"):
-        obs = traj[name]
-        assert obs.dtype == space.dtype, name
-        assert obs.shape[-1 - len(space.shape):] == (env.num_agents,) + space.shape, name
-        assert bool(space.contains(obs)), f"{name} outside {space}"
+        for obs, part_space in obs_parts(traj[name], space):
+            assert obs.dtype == part_space.dtype, name
+            assert obs.shape[-1 - len(part_space.shape):] == (env.num_agents,) + part_space.shape, name
+            assert bool(part_space.contains(obs)), f"{name} outside {part_space}"
+        assert bool(space.contains(traj[name]))
 
 
 def test_step_output_types(env, traj):
@@ -125,7 +141,7 @@ def test_step_output_types(env, traj):
     info = traj["info"]
     for key in ("terminated", "truncated"):
         assert info[key].shape == batch and info[key].dtype == np.bool_, key
-    assert info["final_obs"].shape == traj["obs"].shape
+    assert jax.tree_util.tree_map(np.shape, info["final_obs"]) == jax.tree_util.tree_map(np.shape, traj["obs"])
     assert info["invalid_action"].shape == batch + (n,) and info["invalid_action"].dtype == np.bool_
     np.testing.assert_array_equal(traj["done"], info["terminated"] | info["truncated"])
     assert not np.any(info["terminated"] & info["truncated"])
@@ -136,13 +152,15 @@ def test_auto_reset(env, traj):
     assert done.any(axis=1).all(), f"no episode ended within {NUM_STEPS} steps"
     # the step that ends an episode returns the first observation of the next one
     fresh_obs, _ = env.reset(KEY)
-    assert traj["obs"].shape[2:] == fresh_obs.shape and traj["obs"].dtype == fresh_obs.dtype
-    np.testing.assert_array_equal(traj["obs"][done], traj["reset_obs"][done])
+    for got, fresh, reset in zip(*(jax.tree_util.tree_leaves(x) for x in (traj["obs"], fresh_obs, traj["reset_obs"]))):
+        assert got.shape[2:] == fresh.shape and got.dtype == fresh.dtype
+        np.testing.assert_array_equal(got[done], reset[done])
     for got, fresh in zip(jax.tree_util.tree_leaves(traj["env_state"]), jax.tree_util.tree_leaves(traj["reset_state"])):
         np.testing.assert_array_equal(got[done], fresh[done])
     # info["final_obs"] is the observation before the auto-reset (to bootstrap from)
     final_obs = traj["info"]["final_obs"]
-    np.testing.assert_array_equal(final_obs[~done], traj["obs"][~done])
+    for final, got in zip(jax.tree_util.tree_leaves(final_obs), jax.tree_util.tree_leaves(traj["obs"])):
+        np.testing.assert_array_equal(final[~done], got[~done])
     assert bool(env.observation_space(env.default_params).contains(final_obs))
     # EpisodeStats counts the episodes: +1 exactly on the steps with done
     count = traj["info"]["episode_count"]

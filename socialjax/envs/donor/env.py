@@ -103,6 +103,8 @@ class DonorGame(Environment):
     """
 
     params_cls = DonorParams
+    # per-agent per-step amounts totalled per episode by socialjax.metrics
+    event_keys = ("donated", "received", "punish_cost", "fine", "is_donor")
 
     def __init__(
         self,

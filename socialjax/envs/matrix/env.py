@@ -95,6 +95,7 @@ class _IteratedGame(Environment):
     """Shared episode logic; subclasses define the stage-game payoff."""
 
     noop_action = DEFECT
+    event_keys = ("cooperated",)  # totalled per episode by socialjax.metrics
 
     def __init__(self, num_agents: int, num_rounds: int, memory: int, observe_round: bool):
         super().__init__(num_agents)

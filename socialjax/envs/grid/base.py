@@ -1,0 +1,319 @@
+"""``GridEnv``: the step every spatial game shares; games override a few hooks.
+
+Order of one step (all agents act simultaneously; conflicts resolved fairly):
+
+1. Removed agents ignore their action. Present agents turn (turn actions), then try
+   their moves in a uniformly random order (:func:`engine.resolve_moves`).
+2. An agent that entered a cell with a live apple eats it (+1), :meth:`GridEnv.eat`.
+3. Beams fire from the new positions: zap (if the zap cooldown allows it), then clean.
+   Hits are resolved by :meth:`GridEnv.on_zap_hits` (Melting Pot: removal; SSD: fines;
+   Gathering: tagging).
+4. The world updates (:meth:`GridEnv.update_world`: regrowth, dirt).
+5. Removal timers count down; an agent whose timer reaches 0 respawns at a random free
+   spawn point with a random heading.
+6. The episode may end (stochastic Melting Pot ending or a fixed length).
+
+Zap cooldown: each step the timer first decreases by one (not below 0); a zap is
+allowed when it is then 0 and sets it to ``zap_cooldown``. With ``zap_cooldown = c``
+an agent zapping at every opportunity zaps every ``c`` steps. ``ready_to_zap`` in the
+observation says whether a zap on the next step would fire.
+
+Removal: an agent hit at step ``t`` is off the map in the observations after steps
+``t .. t + d - 1`` (``d = respawn_delay``), ignores its actions in steps
+``t + 1 .. t + d``, receives no reward meanwhile, and is back (respawned) in the
+observation after step ``t + d``. A removed agent sees ``OUTSIDE`` in every cell.
+
+Observation (``obs_mode="codes"``, the default): ``{"grid": (N, Vh, Vw) uint8,
+"ready_to_zap": (N,) uint8}``; ``obs_mode="rgb"`` replaces ``grid`` by
+``"rgb": (N, 8 Vh, 8 Vw, 3) uint8`` sprites.
+
+``info`` (per step, ``(N,)``): ``apples_eaten``, ``zaps_fired``, ``times_zapped``,
+``cells_cleaned``, ``removed`` (bool: off the map after this step), plus
+``terminated`` and ``truncated``. A stochastic Melting Pot ending is ``terminated``;
+the hard cap and a fixed episode length are ``truncated``.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from socialjax.core.environment import Environment
+from socialjax.core.params import EnvParams, param
+from socialjax.core.spaces import Box, Dict, Discrete
+from socialjax.envs.grid import constants as C
+from socialjax.envs.grid import engine as E
+from socialjax.envs.grid import render as R
+from socialjax.envs.grid.maps import GridMap
+
+# Melting Pot stochastic episode ending (commons_harvest__open config,
+# StochasticIntervalEpisodeEnding): at least 1000 steps, then at each 100-step boundary
+# the episode ends with probability 0.15; hard cap 5000 steps (static).
+MIN_STEPS, END_INTERVAL, END_PROB, MAX_STEPS = 1000, 100, 0.15, 5000
+EPISODE_MODES = ("meltingpot", "fixed")
+OBS_MODES = ("codes", "rgb")
+
+
+@struct.dataclass
+class GridParams(EnvParams):
+    """Numbers shared by the grid games (each game adds its own)."""
+
+    zap_cooldown: int = param(2, 0, None, doc="steps between zaps")
+    respawn_delay: int = param(4, 1, None, doc="steps a zapped agent stays removed")
+    zap_cost: float = param(0.0, doc="reward change of the shooter per zap fired")
+    zap_penalty: float = param(0.0, doc="reward change of an agent per hit")
+    clean_cooldown: int = param(0, 0, None, doc="steps between clean beams")
+    min_steps: int = param(MIN_STEPS, 1, None, doc="stochastic ending: no end before this step")
+    end_interval: int = param(END_INTERVAL, 1, None, doc="stochastic ending: steps between end draws")
+    end_prob: float = param(END_PROB, 0.0, 1.0, doc="stochastic ending: probability per draw")
+
+
+@struct.dataclass
+class GridState:
+    cells: jax.Array  # (H, W) uint8 cell codes (terrain and objects; agents are not in it)
+    pos: jax.Array  # (N, 2) int32
+    heading: jax.Array  # (N,) int32
+    removed: jax.Array  # (N,) int32 steps left off the map (0: present)
+    zap_cooldown: jax.Array  # (N,) int32
+    clean_cooldown: jax.Array  # (N,) int32
+    tagged: jax.Array  # (N,) int32 hits since last (re)entry (Gathering)
+    timers: jax.Array  # (H, W) int32 per-cell regrowth timers (Gathering)
+    t: jax.Array  # () int32 steps taken
+
+
+class GridEnv(Environment):
+    """Base of the spatial games. Subclasses set the map, action table, beams and the
+    hooks :meth:`eat`, :meth:`on_zap_hits`, :meth:`update_world`, :meth:`walkable`."""
+
+    params_cls = GridParams
+    action_table: np.ndarray = C.MELTINGPOT_ACTIONS
+    action_names: tuple[str, ...] = C.MELTINGPOT_ACTION_NAMES
+    event_keys = ("apples_eaten", "zaps_fired", "times_zapped", "cells_cleaned")
+
+    def __init__(
+        self,
+        grid_map: GridMap,
+        num_agents: int,
+        num_actions: int,
+        view: tuple[int, int, int],
+        zap_rays: E.Rays,
+        clean_rays: E.Rays | None = None,
+        episode: str = "meltingpot",
+        episode_length: int = 1000,
+        max_steps: int = MAX_STEPS,
+        obs_mode: str = "codes",
+        first_spawn: tuple[str, ...] = (),
+        spawn_role: str = "spawn",
+    ):
+        super().__init__(num_agents)
+        if episode not in EPISODE_MODES:
+            raise ValueError(f"episode must be one of {EPISODE_MODES}, got {episode!r}")
+        if obs_mode not in OBS_MODES:
+            raise ValueError(f"obs_mode must be one of {OBS_MODES}, got {obs_mode!r}")
+        ahead, behind, side = view
+        h, w = grid_map.shape
+        if min(ahead, behind, side) < 0 or ahead + behind + 1 > 2 * h + 1 or 2 * side + 1 > 2 * w + 1:
+            raise ValueError(
+                f"view (ahead, behind, side)={view} must be non-negative and no larger than twice the "
+                f"map ({h}x{w})"
+            )
+        for name, value in (("episode_length", episode_length), ("max_steps", max_steps)):
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        self.map = grid_map
+        self.num_actions = num_actions
+        self.view = view
+        self.offsets = E.window_offsets(*view)
+        self.zap_rays = zap_rays
+        self.clean_rays = clean_rays
+        self.episode = episode
+        self.episode_length = episode_length
+        self.max_steps = max_steps if episode == "meltingpot" else episode_length
+        self.obs_mode = obs_mode
+        self.noop_action = 0
+        # spawn points: respawns use `spawn_role`; the first spawn of agent i uses
+        # first_spawn[i] when given (e.g. Harvest's inside spawn points for agents 0, 1)
+        self.spawn_points = grid_map.points(spawn_role)
+        groups = [first_spawn[i] if i < len(first_spawn) else spawn_role for i in range(num_agents)]
+        self.first_spawn_groups = groups
+        for role in set(groups):
+            need, have = groups.count(role), len(grid_map.points(role))
+            if have < need:
+                raise ValueError(
+                    f"map {grid_map.name!r} has {have} {role!r} spawn points but {need} agents spawn there "
+                    f"(num_agents={num_agents})"
+                )
+        if len(self.spawn_points) < num_agents:
+            raise ValueError(
+                f"map {grid_map.name!r} has {len(self.spawn_points)} spawn points for {num_agents} agents"
+            )
+        self.walls = grid_map.cells == C.WALL
+        self.atlas = R.sprite_atlas(num_agents)
+
+    # ------------------------------------------------------------------ hooks
+    def walkable(self, cells: jax.Array) -> jax.Array:
+        """``(H, W) bool``: cells an agent may enter (default: anything but walls)."""
+        return cells != C.WALL
+
+    def eat(self, cells, pos, moved, state, params):
+        """Apples eaten by agents that entered an apple cell: returns
+        ``(cells, timers, eaten (N,) int32)``."""
+        here = cells[pos[:, 0], pos[:, 1]]
+        eaten = moved & (here == C.APPLE)
+        rows = jnp.where(eaten, pos[:, 0], cells.shape[0])
+        cells = cells.at[rows, pos[:, 1]].set(C.APPLE_CELL, mode="drop")
+        return cells, state.timers, eaten.astype(jnp.int32)
+
+    def on_zap_hits(self, hits, state, params):
+        """Melting Pot: any hit removes the agent for ``respawn_delay`` steps. ``hits
+        (N_shooter, N_target)``. Returns ``(removed (N,), tagged (N,), reward (N,))``."""
+        hit = hits.sum(0) > 0
+        removed = jnp.where(hit & (state.removed == 0), params.respawn_delay, state.removed)
+        return removed, state.tagged, jnp.zeros(self.num_agents, jnp.float32)
+
+    def update_world(self, key, cells, timers, t, params):
+        """Regrowth, dirt: returns ``(cells, timers)``."""
+        return cells, timers
+
+    def initial_cells(self, key, params) -> jax.Array:
+        return jnp.asarray(self.map.cells)
+
+    # ------------------------------------------------------------------ contract
+    def reset_env(self, key, params):
+        state = self.initial_state(key, params)
+        return self.get_obs(state, params), state
+
+    def step_env(self, key, state, actions, params):
+        state, reward, done, info = self.transition(key, state, actions, params)
+        return self.get_obs(state, params), state, reward, done, info
+
+    def initial_state(self, key, params):
+        key_pos, key_head, key_cells = jax.random.split(key, 3)
+        pos = jnp.zeros((self.num_agents, 2), jnp.int32)
+        for i, role in enumerate(sorted(set(self.first_spawn_groups))):
+            members = np.array([a for a, g in enumerate(self.first_spawn_groups) if g == role])
+            points = jnp.asarray(self.map.points(role))
+            chosen = jax.random.permutation(jax.random.fold_in(key_pos, i), points.shape[0])[: len(members)]
+            pos = pos.at[members].set(points[chosen])
+        n = self.num_agents
+        h, w = self.map.shape
+        return GridState(
+            cells=self.initial_cells(key_cells, params),
+            pos=pos,
+            heading=jax.random.randint(key_head, (n,), 0, 4, jnp.int32),
+            removed=jnp.zeros(n, jnp.int32),
+            zap_cooldown=jnp.zeros(n, jnp.int32),
+            clean_cooldown=jnp.zeros(n, jnp.int32),
+            tagged=jnp.zeros(n, jnp.int32),
+            timers=jnp.zeros((h, w), jnp.int32),
+            t=jnp.zeros((), jnp.int32),
+        )
+
+    def transition(self, key, state, actions, params):
+        k_move, k_spawn, k_head, k_world, k_end = jax.random.split(key, 5)
+        n = self.num_agents
+        present = state.removed == 0
+        table = jnp.asarray(self.action_table)[actions]
+        rel_move = jnp.where(present, table[:, 0], C.NO_MOVE)
+        turn = jnp.where(present, table[:, 1], 0)
+        beam = jnp.where(present, table[:, 2], C.NO_BEAM)
+
+        # 1. turns and moves
+        heading = E.apply_turns(state.heading, turn, present)
+        target, wants = E.move_targets(state.pos, heading, rel_move)
+        pos, moved = E.resolve_moves(k_move, state.pos, target, wants, self.walkable(state.cells), present)
+        # 2. eating
+        cells, timers, eaten = self.eat(state.cells, pos, moved, state, params)
+        reward = eaten.astype(jnp.float32)
+        # 3. beams
+        agents = E.agent_grid(self.map.shape, pos, present)
+        zap_cd = jnp.maximum(state.zap_cooldown - 1, 0)
+        zapping = (beam == C.ZAP) & (zap_cd == 0)
+        zap_cells, zap_reached = E.trace_beams(self.zap_rays, pos, heading, zapping, jnp.asarray(self.walls), agents)
+        hits = E.beam_hits(zap_cells, zap_reached, agents)
+        zap_cd = jnp.where(zapping, params.zap_cooldown, zap_cd)
+        removed, tagged, hit_reward = self.on_zap_hits(hits, state, params)
+        times_zapped = hits.sum(0)
+        reward = reward + hit_reward + params.zap_cost * zapping + params.zap_penalty * times_zapped
+        clean_cd = jnp.maximum(state.clean_cooldown - 1, 0)
+        cleaned = jnp.zeros(n, jnp.int32)
+        if self.clean_rays is not None:
+            cleaning = (beam == C.CLEAN) & (clean_cd == 0)
+            clean_cells, clean_reached = E.trace_beams(
+                self.clean_rays, pos, heading, cleaning, jnp.asarray(self.walls), None
+            )
+            first_dirt = E.first_matching(clean_cells, clean_reached, cells, C.DIRT)
+            cleaned = first_dirt.sum((1, 2)).astype(jnp.int32)
+            rows = jnp.where(first_dirt, clean_cells[..., 0], cells.shape[0])
+            cells = cells.at[rows, clean_cells[..., 1]].set(C.RIVER, mode="drop")
+            clean_cd = jnp.where(cleaning, params.clean_cooldown, clean_cd)
+        # 4. the world
+        cells, timers = self.update_world(k_world, cells, timers, state.t, params)
+        # 5. removal timers and respawn (agents removed before this step count down)
+        was_removed = ~present
+        removed = jnp.where(was_removed, jnp.maximum(removed - 1, 0), removed)
+        due = was_removed & (removed == 0)
+        agents_now = E.agent_grid(self.map.shape, pos, (removed == 0) & ~due)
+        spawn = E.random_free_points(k_spawn, jnp.asarray(self.spawn_points), agents_now, due)
+        pos = jnp.where(due[:, None], spawn, pos)
+        heading = jnp.where(due, jax.random.randint(k_head, (n,), 0, 4, jnp.int32), heading)
+        tagged = jnp.where(due, 0, tagged)
+        # removed agents get no reward
+        reward = jnp.where(present, reward, 0.0)
+        # 6. episode end
+        t = state.t + 1
+        if self.episode == "meltingpot":
+            draw = (t >= params.min_steps) & (t % params.end_interval == 0)
+            terminated = draw & (jax.random.uniform(k_end) < params.end_prob)
+            truncated = (t >= self.max_steps) & ~terminated
+        else:
+            terminated = jnp.zeros((), bool)
+            truncated = t >= self.episode_length
+        new_state = GridState(
+            cells=cells, pos=pos, heading=heading, removed=removed, zap_cooldown=zap_cd,
+            clean_cooldown=clean_cd, tagged=tagged, timers=timers, t=t,
+        )
+        info = {
+            "terminated": terminated,
+            "truncated": truncated,
+            "apples_eaten": eaten,
+            "zaps_fired": zapping.astype(jnp.int32),
+            "times_zapped": times_zapped,
+            "cells_cleaned": cleaned,
+            "removed": removed > 0,
+        }
+        return new_state, reward, terminated | truncated, info
+
+    # ------------------------------------------------------------------ observation
+    def get_obs(self, state: GridState, params) -> dict:
+        present = state.removed == 0
+        world = E.world_codes(state.cells, state.pos, state.heading, present)
+        view = E.egocentric_views(world, state.pos, state.heading, present, self.offsets)
+        ready = (jnp.maximum(state.zap_cooldown - 1, 0) == 0) & present
+        out = {"ready_to_zap": ready.astype(jnp.uint8)}
+        if self.obs_mode == "rgb":
+            out["rgb"] = R.codes_to_rgb(view, self.atlas)
+        else:
+            out["grid"] = view
+        return out
+
+    def render(self, state: GridState) -> jax.Array:
+        """``(8 H, 8 W, 3) uint8`` image of the whole map (jittable, vmappable)."""
+        world = E.world_codes(state.cells, state.pos, state.heading, state.removed == 0)
+        return R.codes_to_rgb(world, self.atlas)
+
+    def action_space(self, params=None):
+        return Discrete(self.num_actions)
+
+    def observation_space(self, params=None):
+        ahead, behind, side = self.view
+        vh, vw = ahead + behind + 1, 2 * side + 1
+        top = C.AGENT_BASE + 4 * self.num_agents - 1
+        spaces = {"ready_to_zap": Box(0, 1, (), jnp.uint8)}
+        if self.obs_mode == "rgb":
+            spaces["rgb"] = Box(0, 255, (8 * vh, 8 * vw, 3), jnp.uint8)
+        else:
+            spaces["grid"] = Box(0, top, (vh, vw), jnp.uint8)
+        return Dict(spaces)

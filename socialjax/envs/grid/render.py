@@ -1,0 +1,78 @@
+"""Sprites: cell codes to RGB, jitted and vmappable.
+
+Every code gets an 8x8 sprite from a static atlas built with numpy at ``make``. Agent
+``j`` facing ``h`` is a body in agent ``j``'s colour with a dark band on the side it
+faces. Colours (the legend in docs/gridworlds.md):
+
+floor sand, wall grey, outside black, apple red on grass, apple cell (empty) grass
+green, dirt brown, river / stream blue.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+from socialjax.envs.grid import constants as C
+
+SPRITE = 8  # pixels per cell (Melting Pot uses 8)
+
+COLOURS = {
+    C.FLOOR: (220, 205, 185),
+    C.WALL: (110, 110, 110),
+    C.OUTSIDE: (0, 0, 0),
+    C.APPLE: (214, 88, 88),
+    C.APPLE_CELL: (158, 194, 101),
+    C.DIRT: (110, 90, 40),
+    C.RIVER: (60, 120, 200),
+    C.STREAM: (90, 150, 220),
+}
+# distinct agent colours (cycled beyond 12 agents)
+AGENT_COLOURS = [
+    (45, 110, 220), (245, 130, 50), (120, 60, 180), (40, 170, 160), (230, 60, 150), (200, 200, 40),
+    (20, 20, 120), (150, 80, 40), (250, 250, 250), (90, 200, 90), (180, 40, 40), (60, 60, 60),
+]
+
+
+def _fill(colour) -> np.ndarray:
+    return np.broadcast_to(np.asarray(colour, np.uint8), (SPRITE, SPRITE, 3)).copy()
+
+
+def _apple() -> np.ndarray:
+    s = _fill(COLOURS[C.APPLE_CELL])
+    yy, xx = np.mgrid[:SPRITE, :SPRITE]
+    disc = (yy - 4.5) ** 2 + (xx - 3.5) ** 2 <= 7
+    s[disc] = COLOURS[C.APPLE]
+    s[0:2, 3:5] = (60, 120, 40)  # stalk and leaf
+    return s
+
+
+def _agent(colour, heading: int) -> np.ndarray:
+    s = _fill(COLOURS[C.FLOOR])
+    s[1:7, 1:7] = colour
+    dark = (np.asarray(colour) * 0.45).astype(np.uint8)
+    band = np.zeros((SPRITE, SPRITE), bool)
+    band[1:3, 1:7] = True  # facing up
+    band = np.rot90(band, -heading)  # rotate clockwise to N, E, S, W
+    s[band] = dark
+    return s
+
+
+def sprite_atlas(num_agents: int) -> np.ndarray:
+    """``(AGENT_BASE + 4 N, 8, 8, 3) uint8``: one sprite per code."""
+    atlas = np.zeros((C.AGENT_BASE + 4 * num_agents, SPRITE, SPRITE, 3), np.uint8)
+    for code, colour in COLOURS.items():
+        atlas[code] = _fill(colour)
+    atlas[C.APPLE] = _apple()
+    for j in range(num_agents):
+        for h in range(4):
+            atlas[C.AGENT_BASE + 4 * j + h] = _agent(AGENT_COLOURS[j % len(AGENT_COLOURS)], h)
+    return atlas
+
+
+def codes_to_rgb(codes: jnp.ndarray, atlas: np.ndarray) -> jnp.ndarray:
+    """``(..., H, W)`` codes -> ``(..., 8 H, 8 W, 3) uint8``."""
+    tiles = jnp.asarray(atlas)[codes.astype(jnp.int32)]  # (..., H, W, 8, 8, 3)
+    *lead, h, w = codes.shape
+    tiles = jnp.moveaxis(tiles, -4, -3)  # (..., H, 8, W, 8, 3)
+    return tiles.reshape(*lead, h * SPRITE, w * SPRITE, 3)
