@@ -195,7 +195,7 @@ class GridEnv(Environment):
         for i, role in enumerate(sorted(set(self.first_spawn_groups))):
             members = np.array([a for a, g in enumerate(self.first_spawn_groups) if g == role])
             points = jnp.asarray(self.map.points(role))
-            chosen = jax.random.permutation(jax.random.fold_in(key_pos, i), points.shape[0])[: len(members)]
+            chosen = E.random_order(jax.random.fold_in(key_pos, i), points.shape[0], len(members))
             pos = pos.at[members].set(points[chosen])
         n = self.num_agents
         h, w = self.map.shape

