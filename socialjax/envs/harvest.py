@@ -13,7 +13,10 @@ Melting Pot presets: 7 players, agents 0 and 1 start on the inside spawn points
 ``respawn_delay`` steps; zapping costs nothing.
 
 SSD preset: 5 players, fixed 1000 steps, 15x15 centred view, SSD actions; the fire beam
-(length 5, width 3) costs the shooter 1 and each player hit 50, and removes nobody.
+(length 5, width 3) costs the shooter 1 and each player hit 50, and removes nobody. As
+in the original code, no apple spawns on a cell an agent stands on. Measured here: a
+uniformly random policy collects 290 apples per 1000-step episode (sd 46, 96 episodes),
+against the published 286 (sd 62); without the no-spawn-under-agents rule it was 311.
 """
 
 from __future__ import annotations
@@ -185,6 +188,7 @@ class HarvestSSD(GridEnv):
     fixed 1000 steps, 15x15 view, SSD actions, fines instead of removal."""
 
     params_cls = HarvestParams
+    spawn_under_agents = False  # the original code never spawns an apple under an agent
     action_table = C.SSD_ACTIONS[:8]
     action_names = C.SSD_ACTION_NAMES[:8]
 

@@ -8,7 +8,8 @@ Order of one step (all agents act simultaneously; conflicts resolved fairly):
 3. Beams fire from the new positions: zap (if the zap cooldown allows it), then clean.
    Hits are resolved by :meth:`GridEnv.on_zap_hits` (Melting Pot: removal; SSD: fines;
    Gathering: tagging).
-4. The world updates (:meth:`GridEnv.update_world`: regrowth, dirt).
+4. The world updates (:meth:`GridEnv.update_world`: regrowth, dirt); with
+   ``spawn_under_agents = False`` (SSD) no cell under an agent changes in this phase.
 5. Removal timers count down; an agent whose timer reaches 0 respawns at a random free
    spawn point with a random heading.
 6. The episode may end (stochastic Melting Pot ending or a fixed length).
@@ -91,6 +92,9 @@ class GridEnv(Environment):
     action_table: np.ndarray = C.MELTINGPOT_ACTIONS
     action_names: tuple[str, ...] = C.MELTINGPOT_ACTION_NAMES
     event_keys = ("apples_eaten", "zaps_fired", "times_zapped", "cells_cleaned")
+    #: Melting Pot grows apples (and dirt) under standing agents; the original SSD code
+    #: does not spawn anything on a cell an agent occupies
+    spawn_under_agents: bool = True
 
     def __init__(
         self,
@@ -250,7 +254,10 @@ class GridEnv(Environment):
             cells = cells.at[rows, clean_cells[..., 1]].set(C.RIVER, mode="drop")
             clean_cd = jnp.where(cleaning, params.clean_cooldown, clean_cd)
         # 4. the world
+        before = cells
         cells, timers = self.update_world(k_world, cells, timers, state.t, params)
+        if not self.spawn_under_agents:
+            cells = jnp.where(agents >= 0, before, cells)
         # 5. removal timers and respawn (agents removed before this step count down)
         was_removed = ~present
         removed = jnp.where(was_removed, jnp.maximum(removed - 1, 0), removed)
