@@ -117,12 +117,12 @@ def machine() -> dict[str, Any]:
 
 def markdown_table(results: list[dict[str, Any]]) -> str:
     lines = [
-        "| env | N | batch B | steps T | env-steps/s | agent-steps/s | median call s | min-max call s | compile s |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| env | obs | N | batch B | steps T | env-steps/s | agent-steps/s | median call s | min-max call s | compile s |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         lines.append(
-            f"| {r['env']} | {r['num_agents']} | {r['batch']} | {r['steps']} | {r['env_steps_per_s']:,.0f} | "
+            f"| {r['env']} | {r.get('obs_mode', 'native')} | {r['num_agents']} | {r['batch']} | {r['steps']} | {r['env_steps_per_s']:,.0f} | "
             f"{r['agent_steps_per_s']:,.0f} | {r['median_s']:.3f} | "
             f"{min(r['times_s']):.3f}-{max(r['times_s']):.3f} | {r['compile_s']:.2f} |"
         )
@@ -138,6 +138,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help=f"scan steps T per call (default adaptive: clip({STEP_BUDGET:,} // B, {MIN_STEPS}, {MAX_STEPS}))",
     )
     parser.add_argument("--repeats", type=int, default=5, help="timed calls per configuration (median reported)")
+    parser.add_argument("--obs-mode", choices=("codes", "rgb"), default="codes",
+                        help="grid games: compact integer codes (default) or RGB sprites; "
+                             "envs without the option are skipped in rgb mode")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", default=None, metavar="PATH", help="write the raw results here")
     return parser.parse_args(argv)
@@ -161,8 +164,14 @@ def main(argv: list[str] | None = None) -> int:
 
     results, skipped = [], {}
     for name in names:
+        options = {"obs_mode": "rgb"} if args.obs_mode == "rgb" else {}
         try:
-            env = sj.make(name)
+            env = sj.make(name, **options)
+        except ValueError as exc:
+            if args.obs_mode != "rgb":
+                raise
+            skipped[name] = f"no RGB observations ({exc})"
+            continue
         except (ImportError, AttributeError) as exc:  # an env whose module is not written yet
             skipped[name] = f"{type(exc).__name__}: {exc}"
             print(f"skipping {name}: {skipped[name]}", file=sys.stderr)
@@ -170,6 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         for batch in batch_sizes:
             steps = args.steps or adaptive_steps(batch)
             r = bench(env, batch, steps, args.repeats, args.seed)
+            r["obs_mode"] = getattr(env, "obs_mode", "native")
             results.append(r)
             print(
                 f"{name:>16} B={batch:<6} T={steps:<5} {r['env_steps_per_s']:>14,.0f} env-steps/s  "

@@ -143,19 +143,19 @@ def resolve_moves(
     ``walkable (H, W) bool``. Returns ``(new_pos (N, 2), moved (N,) bool)``.
     """
     n = pos.shape[0]
-    h, w = walkable.shape
     order = random_order(key, n)
-    occupied = agent_grid((h, w), pos, present) >= 0
     target_ok = gather(walkable, target, False) & wants & present
     moved = jnp.zeros(n, bool)
+    agent_ids = jnp.arange(n)
     for k in range(n):  # n is static and small: unrolled
         i = order[k]
+        mine = agent_ids == i
         t = target[i]
-        ok = target_ok[i] & ~occupied[t[0], t[1]]
-        occupied = occupied.at[pos[i, 0], pos[i, 1]].set(occupied[pos[i, 0], pos[i, 1]] & ~ok)
-        occupied = occupied.at[t[0], t[1]].set(occupied[t[0], t[1]] | ok)
-        pos = pos.at[i].set(jnp.where(ok, t, pos[i]))
-        moved = moved.at[i].set(ok)
+        # the target is free if no present agent currently stands on it
+        taken = jnp.any(present & jnp.all(pos == t, axis=1))
+        ok = target_ok[i] & ~taken
+        pos = jnp.where(mine[:, None] & ok, t, pos)
+        moved = moved | (mine & ok)
     return pos, moved
 
 
