@@ -12,6 +12,7 @@ from socialjax.core import (
     registered_envs,
 )
 from socialjax import metrics
+from socialjax import viz
 from socialjax.envs import register_all as _register_all
 from socialjax.metrics import SocialMetrics
 
@@ -31,4 +32,5 @@ __all__ = [
     "make",
     "metrics",
     "registered_envs",
+    "viz",
 ]

@@ -49,6 +49,10 @@ class Wrapper:
         new._env = self._env.with_params(**changes)
         return new
 
+    def render(self, state: Any) -> jax.Array:
+        """Render through to the wrapped environment with its own part of the state."""
+        return self._env.render(getattr(state, "env_state", state))
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._env!r})"
 

@@ -1,0 +1,36 @@
+"""Visualisation: rendered rollouts (GIF / MP4 / Jupyter) and plots of results.
+
+- :func:`rollout_frames`: a compiled rollout of any environment with ``render(state)``
+  (the grid games), every state rendered inside the scan: ``(T + 1, 8 H, 8 W, 3) uint8``.
+- :func:`save_gif` (Pillow), :func:`save_mp4` (``pip install "socialjax[video]"``),
+  :func:`save_video` (by extension), :func:`animate` (a Jupyter player).
+- :func:`colour_legend`: the sprite colours as a Markdown table.
+- :mod:`socialjax.viz.plots`: matplotlib plots of results arrays.
+"""
+
+from socialjax.viz.legend import colour_legend
+from socialjax.viz.plots import mean_ci95, plot_bands
+from socialjax.viz.video import (
+    VIDEO_EXTENSIONS,
+    animate,
+    can_render,
+    rollout_frames,
+    save_gif,
+    save_mp4,
+    save_video,
+    upscale,
+)
+
+__all__ = [
+    "VIDEO_EXTENSIONS",
+    "animate",
+    "can_render",
+    "colour_legend",
+    "mean_ci95",
+    "plot_bands",
+    "rollout_frames",
+    "save_gif",
+    "save_mp4",
+    "save_video",
+    "upscale",
+]

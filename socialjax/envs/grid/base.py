@@ -54,6 +54,7 @@ from socialjax.envs.grid.maps import GridMap
 # the episode ends with probability 0.15; hard cap 5000 steps (static).
 MIN_STEPS, END_INTERVAL, END_PROB, MAX_STEPS = 1000, 100, 0.15, 5000
 EPISODE_MODES = ("meltingpot", "fixed")
+MAX_AGENTS = (256 - C.AGENT_BASE) // 4  # agent codes must fit in a uint8
 OBS_MODES = ("codes", "rgb")
 
 
@@ -112,6 +113,10 @@ class GridEnv(Environment):
         spawn_role: str = "spawn",
     ):
         super().__init__(num_agents)
+        if num_agents > MAX_AGENTS:
+            raise ValueError(
+                f"grid games encode agents in uint8 cell codes: at most {MAX_AGENTS} agents, got {num_agents}"
+            )
         if episode not in EPISODE_MODES:
             raise ValueError(f"episode must be one of {EPISODE_MODES}, got {episode!r}")
         if obs_mode not in OBS_MODES:

@@ -30,7 +30,7 @@ COLOURS = {
 # distinct agent colours (cycled beyond 12 agents)
 AGENT_COLOURS = [
     (45, 110, 220), (245, 130, 50), (120, 60, 180), (40, 170, 160), (230, 60, 150), (200, 200, 40),
-    (20, 20, 120), (150, 80, 40), (250, 250, 250), (90, 200, 90), (180, 40, 40), (60, 60, 60),
+    (20, 20, 120), (150, 80, 40), (255, 215, 0), (90, 200, 90), (130, 0, 80), (0, 90, 60),
 ]
 
 
@@ -60,6 +60,9 @@ def _agent(colour, heading: int) -> np.ndarray:
 
 def sprite_atlas(num_agents: int) -> np.ndarray:
     """``(AGENT_BASE + 4 N, 8, 8, 3) uint8``: one sprite per code."""
+    missing = sorted(set(C.CODE_NAMES) - set(COLOURS))
+    if missing:
+        raise ValueError(f"cell codes without a colour: {[C.CODE_NAMES[c] for c in missing]}")
     atlas = np.zeros((C.AGENT_BASE + 4 * num_agents, SPRITE, SPRITE, 3), np.uint8)
     for code, colour in COLOURS.items():
         atlas[code] = _fill(colour)

@@ -1,0 +1,216 @@
+"""Rollouts rendered to RGB frames, and frames saved as GIF / MP4 or shown in Jupyter.
+
+The rollout is one compiled ``lax.scan``: every state is rendered with the
+environment's own ``render(state) -> (8 H, 8 W, 3) uint8`` inside the scan, so only the
+frames leave the device. Export runs on the host afterwards::
+
+    import jax, socialjax as sj
+    env = sj.make("harvest_open")
+    frames = sj.viz.rollout_frames(env, jax.random.key(0), num_steps=200)  # (201, 144, 192, 3)
+    sj.viz.save_gif(frames, "harvest.gif", fps=10, scale=2)
+    sj.viz.animate(frames)   # in Jupyter: an HTML/JavaScript player
+
+GIFs need only Pillow (which matplotlib already requires); MP4 needs
+``pip install "socialjax[video]"`` (imageio and imageio-ffmpeg, which bundles ffmpeg).
+"""
+
+from __future__ import annotations
+
+import os
+from functools import partial
+from pathlib import Path
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from socialjax.core.wrappers import Wrapper
+
+#: file extensions :func:`save_video` understands
+VIDEO_EXTENSIONS = (".gif", ".mp4")
+MP4_INSTALL_HINT = 'pip install "socialjax[video]" (or: pip install imageio imageio-ffmpeg)'
+
+Policy = Callable[[jax.Array, Any], jax.Array]  # policy(key, obs) -> actions (N,)
+
+
+# ------------------------------------------------------------------------------ rollout
+def can_render(env) -> bool:
+    """Whether ``env`` (or the environment a wrapper holds) has a ``render(state)``."""
+    return callable(getattr(env, "render", None))
+
+
+def _render(env, state) -> jax.Array:
+    """``env.render(state)``, unwrapping wrappers (and their states) that do not render
+    themselves: a wrapper forwards ``render`` to the environment it holds, which
+    expects its own state, not the wrapper's."""
+    while isinstance(env, Wrapper) and "render" not in vars(type(env)):
+        state = getattr(state, "env_state", state)
+        env = env._env
+    return env.render(state)
+
+
+@partial(jax.jit, static_argnames=("env", "num_steps", "policy"))
+def _rollout(env, key: jax.Array, params, num_steps: int, policy: Policy | None) -> jax.Array:
+    key_reset, key_run = jax.random.split(key)
+    obs, state = env.reset(key_reset, params)
+
+    def step(carry, key_t):
+        obs, state = carry
+        key_act, key_step = jax.random.split(key_t)
+        if policy is None:
+            actions = env.sample_actions(key_act, params)
+        else:
+            actions = policy(key_act, obs)
+        obs, state, _, _, _ = env.step(key_step, state, actions, params)
+        # random actions never read the observation: carry None so XLA can drop it
+        return (None if policy is None else obs, state), _render(env, state)
+
+    carry = (None if policy is None else obs, state)
+    _, frames = jax.lax.scan(step, carry, jax.random.split(key_run, num_steps))
+    return jnp.concatenate([_render(env, state)[None], frames])
+
+
+def rollout_frames(env, key, num_steps: int, policy: Policy | None = None, params=None) -> np.ndarray:
+    """Run ``env`` for ``num_steps`` steps and render every state.
+
+    Args:
+        env: any environment (or wrapper) with ``render(state)``, e.g. the grid games.
+        key: a ``jax.random.key`` (an ``int`` is taken as a seed).
+        num_steps: steps ``T >= 0``. ``step`` auto-resets, so a rollout longer than an
+            episode shows the next episode's first state after the last step.
+        policy: ``policy(key, obs) -> actions (N,)`` (jittable; ``obs`` has the agent
+            axis first). ``None``: uniformly random actions.
+        params: the environment's params (default: ``env.default_params``).
+
+    Returns:
+        ``(T + 1, 8 H, 8 W, 3) uint8`` numpy frames: the reset state, then the state
+        after each step. One compile per ``(env, num_steps, policy)``: pass the same
+        objects to reuse it.
+    """
+    if not can_render(env):
+        raise TypeError(
+            f"{getattr(env, 'name', type(env).__name__)}: rollout_frames needs an environment "
+            f"with a render(state) method (the grid games have one); {type(env).__name__} has none"
+        )
+    if isinstance(num_steps, bool) or not isinstance(num_steps, (int, np.integer)) or num_steps < 0:
+        raise ValueError(f"num_steps must be a non-negative int, got {num_steps!r}")
+    if policy is not None and not callable(policy):
+        raise TypeError(f"policy must be callable as policy(key, obs) -> actions, got {type(policy).__name__}")
+    if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+        key = jax.random.key(int(key))
+    params = env.default_params if params is None else params
+    return np.asarray(jax.device_get(_rollout(env, key, params, int(num_steps), policy)))
+
+
+# ------------------------------------------------------------------------------ export
+def _as_frames(frames) -> np.ndarray:
+    """Check ``(T, H, W, 3)`` and return a uint8 numpy array."""
+    frames = np.asarray(frames)
+    if frames.ndim != 4 or frames.shape[-1] != 3 or frames.shape[0] < 1:
+        raise ValueError(f"frames must have shape (T >= 1, H, W, 3), got {frames.shape}")
+    if frames.dtype != np.uint8:
+        raise TypeError(f"frames must be uint8 RGB (0-255), got dtype {frames.dtype}")
+    return frames
+
+
+def _check_fps_scale(fps, scale) -> None:
+    if isinstance(fps, bool) or not isinstance(fps, (int, float, np.integer, np.floating)) or not fps > 0:
+        raise ValueError(f"fps must be a positive number, got {fps!r}")
+    if isinstance(scale, bool) or not isinstance(scale, (int, np.integer)) or scale < 1:
+        raise ValueError(f"scale must be a positive int, got {scale!r}")
+
+
+def upscale(frames: np.ndarray, scale: int) -> np.ndarray:
+    """Nearest-neighbour upscaling of ``(..., H, W, C)`` by an integer ``scale``."""
+    if scale == 1:
+        return frames
+    return np.repeat(np.repeat(frames, scale, axis=-3), scale, axis=-2)
+
+
+def save_gif(frames, path: str | os.PathLike, fps: float = 10, scale: int = 1) -> Path:
+    """Write ``(T, H, W, 3) uint8`` frames to an endlessly looping GIF with Pillow,
+    each frame shown ``1 / fps`` s (GIF stores durations in 10 ms units) and upscaled
+    ``scale`` times (nearest neighbour). Pillow merges identical consecutive frames
+    into one longer frame, so the file may hold fewer frames than ``T`` for the same
+    total duration. Returns the path."""
+    from PIL import Image
+
+    _check_fps_scale(fps, scale)
+    frames = upscale(_as_frames(frames), scale)
+    path = Path(path)
+    images = [Image.fromarray(frame) for frame in frames]
+    images[0].save(path, format="GIF", save_all=True, append_images=images[1:],
+                   duration=1000.0 / fps, loop=0)
+    return path
+
+
+def save_mp4(frames, path: str | os.PathLike, fps: float = 10, scale: int = 1) -> Path:
+    """Write ``(T, H, W, 3) uint8`` frames to an H.264 MP4 (needs the ``video`` extra:
+    imageio and imageio-ffmpeg). Odd sizes are padded by one black pixel row/column
+    (H.264 needs even sizes). Returns the path."""
+    try:
+        import imageio.v2 as imageio
+        import imageio_ffmpeg  # noqa: F401  (the ffmpeg plugin needs it)
+    except ImportError as err:
+        raise ImportError(f"save_mp4 needs imageio with ffmpeg ({err.name} is missing): {MP4_INSTALL_HINT}. "
+                          "Or save a GIF, which needs only Pillow.") from err
+    _check_fps_scale(fps, scale)
+    frames = upscale(_as_frames(frames), scale)
+    _, h, w, _ = frames.shape
+    frames = np.pad(frames, ((0, 0), (0, h % 2), (0, w % 2), (0, 0)))
+    path = Path(path)
+    imageio.mimwrite(path, list(frames), format="FFMPEG", fps=fps, codec="libx264",
+                     pixelformat="yuv420p", macro_block_size=1)
+    return path
+
+
+def save_video(frames, path: str | os.PathLike, fps: float = 10, scale: int = 1) -> Path:
+    """:func:`save_gif` or :func:`save_mp4`, chosen by the extension of ``path``."""
+    suffix = Path(path).suffix.lower()
+    if suffix == ".gif":
+        return save_gif(frames, path, fps, scale)
+    if suffix == ".mp4":
+        return save_mp4(frames, path, fps, scale)
+    raise ValueError(f"unsupported video extension {suffix or '(none)'!r} in {str(path)!r}; "
+                     f"use one of {VIDEO_EXTENSIONS}")
+
+
+class _HTMLAnimation:
+    """Stand-in for ``IPython.display.HTML`` when IPython is not installed."""
+
+    def __init__(self, data: str):
+        self.data = data
+
+    def _repr_html_(self) -> str:
+        return self.data
+
+
+def animate(frames, fps: float = 10, scale: int = 2):
+    """An HTML/JavaScript player of ``(T, H, W, 3)`` frames for Jupyter (matplotlib's
+    ``to_jshtml``): shown when it is the last expression of a cell. Returns an
+    ``IPython.display.HTML`` (or an object with ``_repr_html_`` and ``.data`` when
+    IPython is not installed). Each image pixel is drawn as ``scale`` screen pixels."""
+    from matplotlib import animation
+    from matplotlib.figure import Figure
+
+    _check_fps_scale(fps, scale)
+    frames = _as_frames(frames)
+    _, h, w, _ = frames.shape
+    dpi = 100
+    fig = Figure(figsize=(w * scale / dpi, h * scale / dpi), dpi=dpi)
+    ax = fig.add_axes((0, 0, 1, 1))
+    ax.set_axis_off()
+    image = ax.imshow(frames[0], interpolation="nearest")
+
+    def draw(t):
+        image.set_data(frames[t])
+        return (image,)
+
+    anim = animation.FuncAnimation(fig, draw, frames=len(frames), interval=1000.0 / fps, blit=True)
+    html = anim.to_jshtml(fps=fps, default_mode="loop")
+    try:
+        from IPython.display import HTML
+    except ImportError:
+        return _HTMLAnimation(html)
+    return HTML(html)
