@@ -275,3 +275,14 @@ def test_docs_colour_legend_matches_the_sprites():
     assert DOCS.read_text().count(legend) == 1, "regenerate the table with sj.viz.colour_legend()"
     for code, rgb in R.COLOURS.items():
         assert f"| {code} | {C.CODE_NAMES[code]}" in legend and str(tuple(rgb)) in legend
+
+
+def test_an_agent_is_drawn_over_the_cell_it_stands_on():
+    env = sj.make("harvest_open", num_agents=2, episode="fixed", episode_length=5)
+    _, state = env.reset(jax.random.key(0))
+    r, c = (int(v) for v in env.map.points("apple_cell")[0])
+    state = state.replace(pos=state.pos.at[0].set(jnp.array([r, c])), cells=state.cells.at[r, c].set(C.APPLE))
+    tile = np.asarray(env.render(state))[8 * r : 8 * r + 8, 8 * c : 8 * c + 8]
+    apple = R.sprite_atlas(2)[C.APPLE]
+    np.testing.assert_array_equal(tile[0], apple[0])  # the apple shows around the body
+    np.testing.assert_array_equal(tile[4, 4], R.AGENT_COLOURS[0])

@@ -160,6 +160,7 @@ class GridEnv(Environment):
             )
         self.walls = grid_map.cells == C.WALL
         self.atlas = R.sprite_atlas(num_agents)
+        self.alpha = R.sprite_alpha(num_agents)
 
     # ------------------------------------------------------------------ hooks
     def walkable(self, cells: jax.Array) -> jax.Array:
@@ -306,7 +307,8 @@ class GridEnv(Environment):
         ready = (jnp.maximum(state.zap_cooldown - 1, 0) == 0) & present
         out = {"ready_to_zap": ready.astype(jnp.uint8)}
         if self.obs_mode == "rgb":
-            out["rgb"] = R.codes_to_rgb(view, self.atlas)
+            under = E.egocentric_views(state.cells, state.pos, state.heading, present, self.offsets)
+            out["rgb"] = R.codes_to_rgb(view, self.atlas, under, self.alpha)
         else:
             out["grid"] = view
         return out
@@ -314,7 +316,7 @@ class GridEnv(Environment):
     def render(self, state: GridState) -> jax.Array:
         """``(8 H, 8 W, 3) uint8`` image of the whole map (jittable, vmappable)."""
         world = E.world_codes(state.cells, state.pos, state.heading, state.removed == 0)
-        return R.codes_to_rgb(world, self.atlas)
+        return R.codes_to_rgb(world, self.atlas, state.cells, self.alpha)
 
     def action_space(self, params=None):
         return Discrete(self.num_actions)

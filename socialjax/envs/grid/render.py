@@ -73,9 +73,26 @@ def sprite_atlas(num_agents: int) -> np.ndarray:
     return atlas
 
 
-def codes_to_rgb(codes: jnp.ndarray, atlas: np.ndarray) -> jnp.ndarray:
-    """``(..., H, W)`` codes -> ``(..., 8 H, 8 W, 3) uint8``."""
-    tiles = jnp.asarray(atlas)[codes.astype(jnp.int32)]  # (..., H, W, 8, 8, 3)
+def sprite_alpha(num_agents: int) -> np.ndarray:
+    """``(AGENT_BASE + 4 N, 8, 8) bool``: which pixels of each sprite are opaque. Cell
+    sprites are opaque everywhere; an agent covers only its body, so the cell it stands
+    on (an apple, dirt, river) shows around it."""
+    alpha = np.ones((C.AGENT_BASE + 4 * num_agents, SPRITE, SPRITE), bool)
+    alpha[C.AGENT_BASE:] = False
+    alpha[C.AGENT_BASE:, 1:7, 1:7] = True
+    return alpha
+
+
+def codes_to_rgb(codes: jnp.ndarray, atlas: np.ndarray, under: jnp.ndarray | None = None,
+                 alpha: np.ndarray | None = None) -> jnp.ndarray:
+    """``(..., H, W)`` codes -> ``(..., 8 H, 8 W, 3) uint8``. With ``under`` (the cell
+    codes beneath, same shape) and ``alpha`` (:func:`sprite_alpha`), transparent pixels
+    of a sprite show the sprite of the cell beneath."""
+    codes = codes.astype(jnp.int32)
+    tiles = jnp.asarray(atlas)[codes]  # (..., H, W, 8, 8, 3)
+    if under is not None:
+        opaque = jnp.asarray(alpha)[codes][..., None]
+        tiles = jnp.where(opaque, tiles, jnp.asarray(atlas)[under.astype(jnp.int32)])
     *lead, h, w = codes.shape
     tiles = jnp.moveaxis(tiles, -4, -3)  # (..., H, 8, W, 8, 3)
     return tiles.reshape(*lead, h * SPRITE, w * SPRITE, 3)
