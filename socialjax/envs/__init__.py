@@ -14,6 +14,9 @@ _ENVS = {
     "harvest_closed": ("socialjax.envs.harvest:Harvest", "Melting Pot Commons Harvest, closed map, 7 players", {"preset": "closed"}),
     "harvest_partnership": ("socialjax.envs.harvest:Harvest", "Melting Pot Commons Harvest, partnership map, 7 players", {"preset": "partnership"}),
     "harvest_ssd": ("socialjax.envs.harvest:HarvestSSD", "original SSD Harvest (Hughes et al. 2018), 5 players, fines", {}),
+    "cleanup": ("socialjax.envs.cleanup:CleanUp", "Melting Pot Clean Up, 7 players: clean the river so apples grow", {}),
+    "cleanup_ssd": ("socialjax.envs.cleanup:CleanUpSSD", "original SSD Cleanup (Hughes et al. 2018), 5 players, fines", {}),
+    "gathering": ("socialjax.envs.gathering:Gathering", "Gathering (Leibo et al. 2017), 2 players, apples back after n_apple steps, 2 hits tag out", {}),
 }
 
 

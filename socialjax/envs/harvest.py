@@ -196,7 +196,7 @@ class HarvestSSD(GridEnv):
                  view: tuple = SSD_VIEW):
         super().__init__(
             parse_map("harvest_ssd", SSD_MAP, SSD_LEGEND), num_agents, 8, tuple(view),
-            E.parallel_beam(SSD_BEAM_LENGTH, SSD_BEAM_WIDTH), episode="fixed", episode_length=episode_length,
+            E.ssd_beam(SSD_BEAM_LENGTH, SSD_BEAM_WIDTH), episode="fixed", episode_length=episode_length,
             obs_mode=obs_mode,
         )
         self.noop_action = C.SSD_NOOP

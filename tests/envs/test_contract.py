@@ -23,6 +23,9 @@ ENV_OPTIONS = {
     "harvest_closed": {"num_agents": 3, "episode": "fixed", "episode_length": 25},
     "harvest_partnership": {"num_agents": 3, "episode": "fixed", "episode_length": 25},
     "harvest_ssd": {"num_agents": 3, "episode_length": 25},
+    "cleanup": {"num_agents": 3, "episode": "fixed", "episode_length": 25},
+    "cleanup_ssd": {"num_agents": 3, "episode_length": 25},
+    "gathering": {"episode_length": 25},
 }
 NUM_STEPS = 60  # covers at least two whole episodes of every env above
 NUM_ENVS = 4

@@ -64,6 +64,15 @@ def test_beam_stops_at_the_first_player():
     assert (4, 6) in reached and (3, 6) not in reached and (2, 6) not in reached
 
 
+def test_ssd_beam_footprint():
+    # centre 1..5 ahead, side rays beside the agent 0..4 ahead (the original SSD geometry)
+    rays = E.ssd_beam(5, 3)
+    cells, reached = E.trace_beams(rays, jnp.array([[8, 6]]), jnp.array([N]), jnp.array([True]),
+                                   jnp.zeros((12, 12), bool), None)
+    got = {tuple(int(v) for v in c) for c in np.asarray(cells)[np.asarray(reached)]}
+    assert got == {(7, 6), (6, 6), (5, 6), (4, 6), (3, 6)} | {(8 - f, c) for f in range(5) for c in (5, 7)}
+
+
 def test_beam_hits_matrix():
     blocks = jnp.zeros((8, 8), bool)
     pos = jnp.array([[6, 3], [4, 3], [2, 3]])
@@ -90,7 +99,7 @@ def place(env, key, pos, heading):
     return state.replace(pos=jnp.asarray(pos, jnp.int32), heading=jnp.asarray(heading, jnp.int32))
 
 
-@pytest.mark.parametrize("cooldown,expected", [(1, [1, 1, 1, 1, 1, 1]), (2, [1, 0, 1, 0, 1, 0]), (3, [1, 0, 0, 1, 0, 0])])
+@pytest.mark.parametrize("cooldown,expected", [(0, [1, 1, 1, 1, 1, 1]), (1, [1, 0, 1, 0, 1, 0]), (2, [1, 0, 0, 1, 0, 0]), (3, [1, 0, 0, 0, 1, 0])])
 def test_zap_cooldown_timing(env, step, cooldown, expected):
     params = env.default_params.replace(zap_cooldown=cooldown)
     state = place(env, jax.random.key(0), [[12, 3], [12, 20]], [N, N])  # far apart: nobody hit
@@ -256,6 +265,8 @@ def test_ssd_harvest_random_play_apples_per_episode():
 # ----------------------------------------------------------------------------- bad input
 def test_bad_input():
     with pytest.raises(ValueError, match="spawn points"):
+        sj.make("harvest_ssd", num_agents=len(sj.make("harvest_ssd").spawn_points) + 1)
+    with pytest.raises(ValueError, match="at most 60 agents"):
         sj.make("harvest_open", num_agents=80)
     with pytest.raises(ValueError, match=r"unknown character 'X' at row 1, column 2"):
         parse_map("bad", "WWW\nW X\nWWW", {"W": tile(C.WALL), " ": tile(C.FLOOR)})

@@ -14,10 +14,11 @@ Order of one step (all agents act simultaneously; conflicts resolved fairly):
    spawn point with a random heading.
 6. The episode may end (stochastic Melting Pot ending or a fixed length).
 
-Zap cooldown: each step the timer first decreases by one (not below 0); a zap is
-allowed when it is then 0 and sets it to ``zap_cooldown``. With ``zap_cooldown = c``
-an agent zapping at every opportunity zaps every ``c`` steps. ``ready_to_zap`` in the
-observation says whether a zap on the next step would fire.
+Beam cooldown (Melting Pot's Zapper and Cleaner): in a step where the timer is above 0
+it only counts down by one; when it is 0 the agent may fire, which sets it to
+``zap_cooldown`` (``clean_cooldown``). So with cooldown ``c`` an agent firing at every
+opportunity fires every ``c + 1`` steps (every step with ``c = 0``). ``ready_to_zap``
+in the observation is 1 when the timer is 0: a zap on the next step would fire.
 
 Removal: an agent hit at step ``t`` is off the map in the observations after steps
 ``t .. t + d - 1`` (``d = respawn_delay``), ignores its actions in steps
@@ -96,6 +97,8 @@ class GridEnv(Environment):
     #: Melting Pot grows apples (and dirt) under standing agents; the original SSD code
     #: does not spawn anything on a cell an agent occupies
     spawn_under_agents: bool = True
+    #: Melting Pot's clean beam passes through players; every SSD beam stops at the first
+    clean_stops_at_agents: bool = False
 
     def __init__(
         self,
@@ -239,8 +242,8 @@ class GridEnv(Environment):
         reward = eaten.astype(jnp.float32)
         # 3. beams
         agents = E.agent_grid(self.map.shape, pos, present)
+        zapping = (beam == C.ZAP) & (state.zap_cooldown == 0)
         zap_cd = jnp.maximum(state.zap_cooldown - 1, 0)
-        zapping = (beam == C.ZAP) & (zap_cd == 0)
         zap_cells, zap_reached = E.trace_beams(self.zap_rays, pos, heading, zapping, jnp.asarray(self.walls), agents)
         hits = E.beam_hits(zap_cells, zap_reached, agents)
         zap_cd = jnp.where(zapping, params.zap_cooldown, zap_cd)
@@ -250,9 +253,10 @@ class GridEnv(Environment):
         clean_cd = jnp.maximum(state.clean_cooldown - 1, 0)
         cleaned = jnp.zeros(n, jnp.int32)
         if self.clean_rays is not None:
-            cleaning = (beam == C.CLEAN) & (clean_cd == 0)
+            cleaning = (beam == C.CLEAN) & (state.clean_cooldown == 0)
             clean_cells, clean_reached = E.trace_beams(
-                self.clean_rays, pos, heading, cleaning, jnp.asarray(self.walls), None
+                self.clean_rays, pos, heading, cleaning, jnp.asarray(self.walls),
+                agents if self.clean_stops_at_agents else None,
             )
             first_dirt = E.first_matching(clean_cells, clean_reached, cells, C.DIRT)
             cleaned = first_dirt.sum((1, 2)).astype(jnp.int32)
@@ -304,7 +308,7 @@ class GridEnv(Environment):
         present = state.removed == 0
         world = E.world_codes(state.cells, state.pos, state.heading, present)
         view = E.egocentric_views(world, state.pos, state.heading, present, self.offsets)
-        ready = (jnp.maximum(state.zap_cooldown - 1, 0) == 0) & present
+        ready = (state.zap_cooldown == 0) & present
         out = {"ready_to_zap": ready.astype(jnp.uint8)}
         if self.obs_mode == "rgb":
             under = E.egocentric_views(state.cells, state.pos, state.heading, present, self.offsets)

@@ -75,11 +75,16 @@ def meltingpot_beam(length: int, radius: int) -> Rays:
     return Rays(rays, gate)
 
 
-def parallel_beam(length: int, width: int) -> Rays:
-    """SSD fire/clean beam: ``width`` parallel rays (lateral ``-(w//2) .. w//2``), each
-    covering cells ``1..L`` ahead."""
+def ssd_beam(length: int, width: int) -> Rays:
+    """The original SSD fire/clean beam: a centre ray covering cells ``1..L`` ahead and
+    ``width // 2`` rays on each side, starting beside the agent, covering ``0..L-1``
+    ahead (the centre ray reaches one cell further, as the original code's notes say)."""
     half = width // 2
-    return Rays([[(f, l) for f in range(1, length + 1)] for l in range(-half, half + 1)], [-1] * (2 * half + 1))
+    rays, gate = [[(f, 0) for f in range(1, length + 1)]], [-1]
+    for l in [s * r for r in range(1, half + 1) for s in (-1, 1)]:
+        rays.append([(f, l) for f in range(0, length)])
+        gate.append(-1)
+    return Rays(rays, gate)
 
 
 def straight_beam(length: int) -> Rays:
