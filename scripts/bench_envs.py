@@ -36,9 +36,9 @@ STEP_BUDGET = 2_000_000
 MIN_STEPS, MAX_STEPS = 10, 10_000
 
 
-def adaptive_steps(batch: int) -> int:
-    """T = clip(STEP_BUDGET // B, MIN_STEPS, MAX_STEPS)."""
-    return max(MIN_STEPS, min(MAX_STEPS, STEP_BUDGET // batch))
+def adaptive_steps(batch: int, budget: int = STEP_BUDGET) -> int:
+    """T = clip(budget // B, MIN_STEPS, MAX_STEPS)."""
+    return max(MIN_STEPS, min(MAX_STEPS, budget // batch))
 
 
 def make_run(env: sj.core.Environment, batch: int, steps: int) -> Callable[[jax.Array], jax.Array]:
@@ -137,6 +137,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--steps", type=int, default=None,
         help=f"scan steps T per call (default adaptive: clip({STEP_BUDGET:,} // B, {MIN_STEPS}, {MAX_STEPS}))",
     )
+    parser.add_argument("--budget", type=int, default=STEP_BUDGET,
+                        help=f"env-steps per timed call for the adaptive T (default {STEP_BUDGET:,})")
     parser.add_argument("--repeats", type=int, default=5, help="timed calls per configuration (median reported)")
     parser.add_argument("--obs-mode", choices=("codes", "rgb"), default="codes",
                         help="grid games: compact integer codes (default) or RGB sprites; "
@@ -158,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"jax {info['jax']}, backend {info['backend']}, devices {info['devices']}")
     print(f"load average at start (1, 5, 15 min): {info['load_average_1_5_15min']}")
     steps_rule = f"T = {args.steps}" if args.steps else (
-        f"T = clip({STEP_BUDGET:,} // B, {MIN_STEPS}, {MAX_STEPS}) (adaptive)"
+        f"T = clip({args.budget:,} // B, {MIN_STEPS}, {MAX_STEPS}) (adaptive)"
     )
     print(f"batch sizes {batch_sizes}; {steps_rule}; median of {args.repeats} calls; default params\n")
 
@@ -177,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"skipping {name}: {skipped[name]}", file=sys.stderr)
             continue
         for batch in batch_sizes:
-            steps = args.steps or adaptive_steps(batch)
+            steps = args.steps or adaptive_steps(batch, args.budget)
             r = bench(env, batch, steps, args.repeats, args.seed)
             r["obs_mode"] = getattr(env, "obs_mode", "native")
             results.append(r)

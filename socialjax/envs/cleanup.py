@@ -42,17 +42,16 @@ visits the clean river cells in random order with a Bernoulli(0.5) draw each and
 first success, i.e. exactly one new waste cell with probability ``1 - 0.5^k`` (``k`` =
 clean river cells), uniformly placed, and none otherwise; this is implemented as that
 distribution (one draw of "whether", then a uniformly random clean cell). River and
-waste are walkable. The clean beam is three parallel rays of length 5
-(:func:`engine.ssd_beam`), each cleaning its first waste cell. The fire beam is
+waste are walkable. The clean beam is three rays of length 5
+(:func:`engine.ssd_beam`: centre 1..5 ahead, sides 0..4), each cleaning its first waste cell. The fire beam is
 Harvest SSD's: the shooter pays 1, each player hit pays 50, nobody is removed.
 
-Known differences from the originals (kept for one shared engine, see
-:mod:`socialjax.envs.grid.base`): Melting Pot's Zapper and Cleaner fire at most every
-``cooldown + 1`` steps (the base class: every ``cooldown`` steps), and when two beams reach
-the same dirt cell in one step Melting Pot credits only the first and lets the second pass
-on to the next dirt (here both players count it in ``cells_cleaned``). The SSD code does
-not grow apples under a standing agent, starts the side rays of its beams beside the
-agent (cells 0..4 ahead, not 1..5), and stops every beam, the clean beam too, at the first
+Known difference from Melting Pot (kept for one shared engine): when two beams reach the
+same dirt cell in one step, Melting Pot credits only the first and lets the second pass
+on to the next dirt; here both players count it in ``cells_cleaned`` and the cell is
+cleaned once. As in the original SSD code, ``cleanup_ssd`` spawns neither apples nor
+waste under a standing agent, starts the side rays of its beams beside the agent (cells
+0..4 ahead; the centre ray 1..5), and stops every beam, the clean beam too, at the first
 agent.
 
 Shapes (``N`` players): actions ``(N,) int32``; observation ``{"grid": (N, Vh, Vw)
