@@ -346,6 +346,9 @@ class CleanUpSSD(_CleanUpBase):
             zap_penalty=SSD_HIT_PENALTY,
         )
 
+    def inert_params(self):
+        return {**super().inert_params(), "respawn_delay": "the SSD fire beam removes nobody (it fines)"}
+
     def on_zap_hits(self, hits, state, params):
         """SSD: a hit costs the target ``zap_penalty`` (applied by the base step); nobody
         is removed."""

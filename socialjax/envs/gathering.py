@@ -101,7 +101,6 @@ N_TAGGED = 25  # tagged-out time (steps); swept in Leibo et al. 2017, default ou
 HITS_TO_TAG = 2  # Leibo et al. 2017: "a player hit by the beam twice is tagged"
 EPISODE_LENGTH = 1000  # steps per episode (fixed)
 VIEW = (9, 1, 5)  # 11 x 11 egocentric window: 9 ahead, 1 behind, 5 each side
-UNUSED_RESPAWN_DELAY = GridParams.__dataclass_fields__["respawn_delay"].default
 
 
 @struct.dataclass
@@ -116,12 +115,6 @@ class GatheringParams(GridParams):
             value = getattr(self, name)
             if not isinstance(value, jax.core.Tracer) and np.any(np.asarray(value) % 1 != 0):
                 raise ValueError(f"GatheringParams.{name}={value!r} must be a whole number of steps / hits")
-        value = self.respawn_delay
-        if not isinstance(value, jax.core.Tracer) and np.any(np.asarray(value) != UNUSED_RESPAWN_DELAY):
-            raise ValueError(
-                f"GatheringParams.respawn_delay={value!r} is not used by Gathering: set n_tagged "
-                f"(steps a player stays removed after {HITS_TO_TAG} hits) instead"
-            )
 
 
 class Gathering(GridEnv):
@@ -143,6 +136,10 @@ class Gathering(GridEnv):
             episode="fixed", episode_length=episode_length, obs_mode=obs_mode, first_spawn=sides,
         )
         self.noop_action = C.GATHERING_NOOP
+
+    def inert_params(self):
+        return {**super().inert_params(),
+                "respawn_delay": f"Gathering removes a player for n_tagged steps after {HITS_TO_TAG} hits: set n_tagged"}
 
     def eat(self, cells, pos, moved, state, params):
         cells, timers, eaten = super().eat(cells, pos, moved, state, params)

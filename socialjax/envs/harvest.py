@@ -207,6 +207,9 @@ class HarvestSSD(GridEnv):
         return HarvestParams(regrowth=np.array(SSD_REGROWTH, np.float32), zap_cooldown=0,
                              zap_cost=SSD_FIRE_COST, zap_penalty=SSD_HIT_PENALTY)
 
+    def inert_params(self):
+        return {**super().inert_params(), "respawn_delay": "the SSD fire beam removes nobody (it fines)"}
+
     def on_zap_hits(self, hits, state, params):
         """SSD: a hit costs the target ``zap_penalty`` (applied by the base step); nobody
         is removed."""

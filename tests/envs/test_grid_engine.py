@@ -280,3 +280,25 @@ def test_bad_input():
         sj.make("harvest_open", episode="forever")
     with pytest.raises(ValueError, match="obs_mode"):
         sj.make("harvest_open", obs_mode="pixels")
+
+
+def test_params_a_game_never_reads_are_rejected():
+    """A sweep over a param the configuration ignores would silently do nothing."""
+    with pytest.raises(ValueError, match="end_prob.*no effect.*fixed length"):
+        sj.make("harvest_open", episode="fixed", end_prob=0.5)
+    with pytest.raises(ValueError, match="clean_cooldown.*no effect.*no clean beam"):
+        sj.make("harvest_open", clean_cooldown=3)
+    with pytest.raises(ValueError, match="respawn_delay.*no effect.*removes nobody"):
+        sj.make("harvest_ssd", respawn_delay=7)
+    with pytest.raises(ValueError, match="respawn_delay.*n_tagged"):
+        sj.make("gathering").with_params(respawn_delay=7)
+    env = sj.make("harvest_ssd")
+    _, state = env.reset(jax.random.key(0))
+    with pytest.raises(ValueError, match="respawn_delay"):
+        env.step(jax.random.key(0), state, jnp.zeros(5, jnp.int32), env.default_params.replace(respawn_delay=3))
+    # the defaults themselves (float32 on the device) always pass, eagerly and as Python floats
+    ssd = sj.make("harvest_ssd")
+    ssd.step(jax.random.key(0), ssd.reset(jax.random.key(0))[1], jnp.zeros(5, jnp.int32), ssd.default_params)
+    assert float(ssd.with_params(end_prob=0.15).default_params.end_prob) == pytest.approx(0.15)
+    # read params are fine, and the Melting Pot ending params work with episode="meltingpot"
+    assert float(sj.make("harvest_open", end_prob=0.5).default_params.end_prob) == 0.5

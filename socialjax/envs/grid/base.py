@@ -165,6 +165,30 @@ class GridEnv(Environment):
         self.atlas = R.sprite_atlas(num_agents)
         self.alpha = R.sprite_alpha(num_agents)
 
+    # ------------------------------------------------------------------ params
+    def inert_params(self) -> dict[str, str]:
+        """Params this configuration never reads, each with the reason. Changing one
+        from its default is an error (a sweep over it would silently do nothing)."""
+        inert = {}
+        if self.episode != "meltingpot":
+            for name in ("min_steps", "end_interval", "end_prob"):
+                inert[name] = "episodes have a fixed length (episode='fixed')"
+        if self.clean_rays is None:
+            inert["clean_cooldown"] = "this game has no clean beam"
+        return inert
+
+    def check_params(self, params) -> None:
+        if not hasattr(self, "_inert_defaults"):
+            defaults = self.make_default_params()
+            self._inert_defaults = {k: np.asarray(getattr(defaults, k), np.float64) for k in self.inert_params()}
+        for name, why in self.inert_params().items():
+            value = getattr(params, name)
+            if isinstance(value, jax.core.Tracer):
+                continue
+            # float32 defaults vs Python floats: equal up to float32 precision
+            if not np.allclose(np.asarray(value, np.float64), self._inert_defaults[name], rtol=1e-6, atol=0):
+                raise ValueError(f"{self.name}: {name}={np.asarray(value).tolist()!r} has no effect: {why}")
+
     # ------------------------------------------------------------------ hooks
     def walkable(self, cells: jax.Array) -> jax.Array:
         """``(H, W) bool``: cells an agent may enter (default: anything but walls)."""
