@@ -57,12 +57,18 @@ class Environment(Generic[TState, TParams]):
         return self.params_cls()
 
     def reset_env(self, key: jax.Array, params: TParams) -> tuple[jax.Array, TState]:
-        raise NotImplementedError
+        if not self._observes_separately():
+            raise NotImplementedError
+        state = self.initial_state(key, params)
+        return self.get_obs(state, params), state
 
     def step_env(
         self, key: jax.Array, state: TState, actions: jax.Array, params: TParams
     ) -> tuple[jax.Array, TState, jax.Array, jax.Array, dict[str, jax.Array]]:
-        raise NotImplementedError
+        if not self._observes_separately():
+            raise NotImplementedError
+        state, reward, done, info = self.transition(key, state, actions, params)
+        return self.get_obs(state, params), state, reward, done, info
 
     def action_space(self, params: TParams | None = None) -> Space:
         raise NotImplementedError

@@ -34,19 +34,7 @@ around row 5, column 12); 3 spawn points on each side (``L`` at column 3, ``R`` 
 column 21, rows 4-6), 6 cells from the patch. Player ``i`` starts on the west side
 (``L``) when ``i`` is even and on the east side (``R``) when odd, on a random point of
 its side; respawns use all 6 points. The map is mirror-symmetric, so neither side is
-favoured::
-
-    WWWWWWWWWWWWWWWWWWWWWWWWW
-    W                       W
-    W           A           W
-    W          AAA          W
-    W  L      AAAAA      R  W
-    W  L     AAAAAAA     R  W
-    W  L      AAAAA      R  W
-    W          AAA          W
-    W           A           W
-    W                       W
-    WWWWWWWWWWWWWWWWWWWWWWWWW
+favoured (the map is ``GATHERING_MAP`` below).
 
 Observation: the engine's egocentric window, by default ``(9, 1, 5)`` (11 x 11: 9 ahead,
 1 behind, 5 each side, as the Melting Pot games here, so one network fits all spatial

@@ -218,14 +218,6 @@ class GridEnv(Environment):
         return jnp.asarray(self.map.cells)
 
     # ------------------------------------------------------------------ contract
-    def reset_env(self, key, params):
-        state = self.initial_state(key, params)
-        return self.get_obs(state, params), state
-
-    def step_env(self, key, state, actions, params):
-        state, reward, done, info = self.transition(key, state, actions, params)
-        return self.get_obs(state, params), state, reward, done, info
-
     def initial_state(self, key, params):
         key_pos, key_head, key_cells = jax.random.split(key, 3)
         pos = jnp.zeros((self.num_agents, 2), jnp.int32)
