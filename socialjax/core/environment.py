@@ -101,9 +101,12 @@ class Environment(Generic[TState, TParams]):
     @property
     def default_params(self) -> TParams:
         if self._default_params is None:
-            params = self.make_default_params().validate()
-            self.check_params(params)
-            self._default_params = _as_jax(params)
+            # built eagerly even when first asked for inside a trace: a cached tracer
+            # would leak into every later call
+            with jax.ensure_compile_time_eval():
+                params = self.make_default_params().validate()
+                self.check_params(params)
+                self._default_params = _as_jax(params)
         return self._default_params
 
     def with_params(self, **changes: Any) -> "Environment":

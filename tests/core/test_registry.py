@@ -195,3 +195,14 @@ def test_checked_batched():
     assert reward.shape == (3, 2)
     with pytest.raises(ValueError, match="out-of-range action"):
         env.step(keys, states, valid.at[2, 1].set(5))
+
+
+def test_default_params_first_built_inside_jit_do_not_leak_a_tracer():
+    from socialjax.envs.donor.env import DonorGame
+
+    env = DonorGame(num_agents=4)  # not via make: defaults are built lazily
+    obs, state = jax.jit(env.reset)(KEY)  # first use of default_params is inside a trace
+    step = jax.jit(env.step)
+    for i in range(3):
+        obs, state, *_ = step(jax.random.fold_in(KEY, i), state, jnp.zeros(4))
+    assert not isinstance(env.default_params.multiplier, jax.core.Tracer)
