@@ -17,6 +17,7 @@ _ENVS = {
     "cleanup": ("socialjax.envs.cleanup:CleanUp", "Melting Pot Clean Up, 7 players: clean the river so apples grow", {}),
     "cleanup_ssd": ("socialjax.envs.cleanup:CleanUpSSD", "original SSD Cleanup (Hughes et al. 2018), 5 players, fines", {}),
     "gathering": ("socialjax.envs.gathering:Gathering", "Gathering (Leibo et al. 2017), 2 players, apples back after n_apple steps, 2 hits tag out", {}),
+    "partner_punishment": ("socialjax.envs.institutions.partner_punishment:PartnerPunishment", "repeated PD with partner selection, reputation, direct/third-party punishment (Dasgupta & Musolesi)", {}),
 }
 
 

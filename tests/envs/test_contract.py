@@ -26,6 +26,7 @@ ENV_OPTIONS = {
     "cleanup": {"num_agents": 3, "episode": "fixed", "episode_length": 25},
     "cleanup_ssd": {"num_agents": 3, "episode_length": 25},
     "gathering": {"episode_length": 25},
+    "partner_punishment": {"num_rounds": 2, "third_party_punishment": True},  # 1 + 5 games x 2 rounds x 2 steps
 }
 NUM_STEPS = 60  # covers at least two whole episodes of every env above
 NUM_ENVS = 4
