@@ -18,6 +18,9 @@ _ENVS = {
     "cleanup_ssd": ("socialjax.envs.cleanup:CleanUpSSD", "original SSD Cleanup (Hughes et al. 2018), 5 players, fines", {}),
     "gathering": ("socialjax.envs.gathering:Gathering", "Gathering (Leibo et al. 2017), 2 players, apples back after n_apple steps, 2 hits tag out", {}),
     "partner_punishment": ("socialjax.envs.institutions.partner_punishment:PartnerPunishment", "repeated PD with partner selection, reputation, direct/third-party punishment (Dasgupta & Musolesi)", {}),
+    "commons": ("socialjax.envs.institutions.commons:Commons", "common-pool fishery, logistic regrowth, 5 harvesters; optional monitoring, sanctions, quota vote", {"preset": "logistic"}),
+    "commons_govsim": ("socialjax.envs.institutions.commons:Commons", "GovSim fishery: stock doubles up to 100, collapses below 5; 5 agents, 12 rounds", {"preset": "govsim"}),
+    "commons_ostrom": ("socialjax.envs.institutions.commons:Commons", "Ostrom-Gardner-Walker lab CPR: 8 players, 25 tokens, pool pays 23X - 0.25X^2", {"preset": "ostrom"}),
 }
 
 

@@ -27,6 +27,9 @@ ENV_OPTIONS = {
     "cleanup_ssd": {"num_agents": 3, "episode_length": 25},
     "gathering": {"episode_length": 25},
     "partner_punishment": {"num_rounds": 2, "third_party_punishment": True},  # 1 + 5 games x 2 rounds x 2 steps
+    "commons": {"num_agents": 3, "episode_length": 12, "monitoring": True, "sanctions": "pot", "quota_vote": True},
+    "commons_govsim": {},  # 12 rounds (fewer if it collapses)
+    "commons_ostrom": {"num_agents": 3, "episode_length": 10},
 }
 NUM_STEPS = 60  # covers at least two whole episodes of every env above
 NUM_ENVS = 4
