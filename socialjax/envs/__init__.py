@@ -21,6 +21,8 @@ _ENVS = {
     "commons": ("socialjax.envs.institutions.commons:Commons", "common-pool fishery, logistic regrowth, 5 harvesters; optional monitoring, sanctions, quota vote", {"preset": "logistic"}),
     "commons_govsim": ("socialjax.envs.institutions.commons:Commons", "GovSim fishery: stock doubles up to 100, collapses below 5; 5 agents, 12 rounds", {"preset": "govsim"}),
     "commons_ostrom": ("socialjax.envs.institutions.commons:Commons", "Ostrom-Gardner-Walker lab CPR: 8 players, 25 tokens, pool pays 23X - 0.25X^2", {"preset": "ostrom"}),
+    "indirect_reciprocity": ("socialjax.envs.institutions.indirect_reciprocity:IndirectReciprocity", "donor game with reputations under image scoring / simple standing / stern judging / shunning (Nowak & Sigmund 1998, Ohtsuki & Iwasa 2004)", {}),
+    "lattice_pd": ("socialjax.envs.institutions.lattice_pd:LatticePD", "prisoner's dilemma on a periodic 30x30 lattice against 4 neighbours (Weng & Lee 2026)", {}),
 }
 
 

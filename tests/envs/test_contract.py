@@ -30,6 +30,8 @@ ENV_OPTIONS = {
     "commons": {"num_agents": 3, "episode_length": 12, "monitoring": True, "sanctions": "pot", "quota_vote": True},
     "commons_govsim": {},  # 12 rounds (fewer if it collapses)
     "commons_ostrom": {"num_agents": 3, "episode_length": 10},
+    "indirect_reciprocity": {"num_agents": 6, "episode_length": 25},
+    "lattice_pd": {"size": 4, "episode_length": 25},
 }
 NUM_STEPS = 60  # covers at least two whole episodes of every env above
 NUM_ENVS = 4

@@ -1,0 +1,441 @@
+"""Indirect reciprocity under social norms (``indirect_reciprocity``; Nowak & Sigmund
+1998, Ohtsuki & Iwasa 2004).
+
+Rules (spec: institutions.md, "Indirect reciprocity norms"):
+
+- ``N`` agents (static, even, >= 2). Each round they are split into ``N / 2`` random
+  donor-recipient pairs: a uniformly random permutation (``top_k`` of uniforms, so no
+  index is favoured) is cut into consecutive pairs ``(order[0], order[1]), (order[2],
+  order[3]), ...`` and the first of each pair donates. So every agent is in exactly one
+  pair per round and is the donor with probability 1/2, independently of its index. The
+  pairing of the coming round is drawn at the end of the previous one (or at reset), so
+  the observation shows it before the agents act.
+- Donor game: a donor that cooperates pays ``cost`` (c = 0.1) and its recipient gets
+  ``benefit`` (b = 1); a defecting donor pays nothing. Reward: ``b * received - c *
+  given`` this round.
+- Execution error ``execution_error`` (e): a donor's intended C becomes D with
+  probability e (an intended D stays D).
+- Reputation: a binary label, ``GOOD = 1`` / ``BAD = 0``. After each donation every
+  observer assesses the donor by the static ``norm`` from the executed action and the
+  observer's view of the recipient's label (``NORMS[norm][action, recipient label]``):
+
+      | norm            | C to G | D to G | C to B | D to B |
+      | image_scoring   |   G    |   B    |   G    |   B    |
+      | simple_standing |   G    |   B    |   G    |   G    |
+      | stern_judging   |   G    |   B    |   B    |   G    |
+      | shunning        |   G    |   B    |   B    |   B    |
+
+  then flips the label with probability ``assessment_error`` (mu). With probability
+  ``1 - observation_prob`` an observer misses the donation and keeps its old label of
+  the donor. Public assessment (default): one observer, the public, whose labels every
+  agent sees (state ``reputation`` of shape ``(1, N)``). ``private_assessment=True``:
+  every agent is an observer with its own view (``(N, N)``, ``reputation[o, s]`` is o's
+  label of s), drawing its own assessment errors and using its own view of the
+  recipient. Labels start GOOD with probability ``initial_good_prob`` (1), independently
+  per (observer, subject).
+- Image score (Nowak & Sigmund 1998), kept alongside the labels under every norm: a
+  public integer in ``[-5, 5]`` that starts at 0, rises by 1 when the agent donates
+  (executed C) and falls by 1 when it refuses (executed D), clipped. It records executed
+  actions, so assessment and observation errors do not touch it. The ``image_scoring``
+  *norm* is the binary label above (the last action alone); the score is what the
+  image-score threshold strategies use.
+- Episode: ``episode_length`` rounds (static, 100), then ``truncated`` (no natural end).
+
+Actions: ``0`` = cooperate (donate), ``1`` = defect, used only from this round's donors
+(a recipient's action is ignored). An out-of-range action is an intended D and is
+flagged in ``info["invalid_action"]``.
+
+Observation of agent i, ``(4,) float32`` (``OBS_*``), about its partner this round:
+``[partner's label in i's view (1 = G), partner's image score, own label, is_donor]``.
+"Own label" is the public label, or under private assessment the fraction of the other
+agents that see i as GOOD.
+
+``info``: ``is_donor``, ``partner`` (the round just played), ``cooperated`` /
+``defected`` (donors' executed actions), ``execution_error`` (intended C executed as D),
+``donated`` (cost paid), ``received`` (benefit got), ``good_fraction`` (() mean of all
+labels after the round), ``step``.
+
+Scripted strategies (:func:`strategy_actions`): ``ALLC``, ``ALLD``, ``DISC`` (C iff the
+partner is GOOD in one's own view) and image-score thresholds ``k in -5..6`` (C iff the
+partner's image score >= k; id :func:`image_score_strategy`). :func:`evolve_strategies`
+runs payoff-proportional reproduction over generations inside ``jit``.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from socialjax.core.environment import Environment
+from socialjax.core.params import EnvParams, param, is_concrete
+from socialjax.core.spaces import Box, Discrete
+
+COOPERATE, DEFECT = 0, 1
+BAD, GOOD = 0, 1
+NUM_AGENTS = 20  # not fixed by the spec; a documented default
+EPISODE_LENGTH = 100  # rounds; not fixed by the spec
+BENEFIT, COST = 1.0, 0.1  # spec: "e.g. b=1, c=0.1"
+MIN_SCORE, MAX_SCORE = -5, 5  # Nowak & Sigmund 1998: image scores in [-5, 5]
+
+# NORMS[norm][action, recipient label] -> the donor's new label (before assessment error).
+# Rows: action C, D; columns: recipient BAD, GOOD. Ohtsuki & Iwasa 2004 (spec table).
+NORMS = {
+    "image_scoring": np.array([[GOOD, GOOD], [BAD, BAD]], np.int32),
+    "simple_standing": np.array([[GOOD, GOOD], [GOOD, BAD]], np.int32),
+    "stern_judging": np.array([[BAD, GOOD], [GOOD, BAD]], np.int32),
+    "shunning": np.array([[BAD, GOOD], [BAD, BAD]], np.int32),
+}
+
+# Observation layout
+OBS_PARTNER_GOOD, OBS_PARTNER_SCORE, OBS_OWN_GOOD, OBS_IS_DONOR = 0, 1, 2, 3
+OBS_SIZE = 4
+
+# Scripted strategy ids
+ALLC, ALLD, DISC = 0, 1, 2
+THRESHOLDS = tuple(range(MIN_SCORE, MAX_SCORE + 2))  # k in -5..6 (Nowak & Sigmund 1998)
+THRESHOLD_BASE = 3  # id of threshold k is THRESHOLD_BASE + (k - MIN_SCORE)
+NUM_STRATEGIES = THRESHOLD_BASE + len(THRESHOLDS)  # 15
+
+
+def image_score_strategy(k: int) -> int:
+    """Strategy id of "cooperate iff the partner's image score >= k", ``k in -5..6``."""
+    if not isinstance(k, (int, np.integer)) or not MIN_SCORE <= k <= MAX_SCORE + 1:
+        raise ValueError(f"image-score threshold k must be an int in [{MIN_SCORE}, {MAX_SCORE + 1}], got {k!r}")
+    return THRESHOLD_BASE + int(k) - MIN_SCORE
+
+
+def strategy_name(strategy_id: int) -> str:
+    if strategy_id == ALLC:
+        return "ALLC"
+    if strategy_id == ALLD:
+        return "ALLD"
+    if strategy_id == DISC:
+        return "DISC"
+    if THRESHOLD_BASE <= strategy_id < NUM_STRATEGIES:
+        return f"score>={strategy_id - THRESHOLD_BASE + MIN_SCORE}"
+    raise ValueError(f"unknown strategy id {strategy_id!r}; ids are 0..{NUM_STRATEGIES - 1}")
+
+
+def strategy_actions(strategy_ids: jax.Array, obs: jax.Array) -> jax.Array:
+    """Scripted actions. ``strategy_ids (N,) int``, ``obs (N, 4) float32`` (the env's
+    observation); returns ``(N,) int32`` (``0`` = C). Pure: usable under jit/vmap. An id
+    outside ``0..NUM_STRATEGIES - 1`` defects."""
+    ids = jnp.asarray(strategy_ids)
+    good = obs[:, OBS_PARTNER_GOOD] >= 0.5
+    threshold = (ids - THRESHOLD_BASE + MIN_SCORE).astype(jnp.float32)
+    by_score = (obs[:, OBS_PARTNER_SCORE] >= threshold) & (ids >= THRESHOLD_BASE) & (ids < NUM_STRATEGIES)
+    coop = (ids == ALLC) | ((ids == DISC) & good) | by_score
+    return jnp.where(coop, COOPERATE, DEFECT).astype(jnp.int32)
+
+
+@struct.dataclass
+class IndirectReciprocityParams(EnvParams):
+    benefit: float = param(BENEFIT, 0.0, None, doc="b, the recipient's gain (spec: e.g. 1)")
+    cost: float = param(COST, 0.0, None, doc="c, the donor's cost (spec: e.g. 0.1)")
+    execution_error: float = param(0.0, 0.0, 1.0, doc="e: an intended C becomes D")
+    assessment_error: float = param(0.0, 0.0, 1.0, doc="mu: an assigned label flips")
+    observation_prob: float = param(1.0, 0.0, 1.0, doc="probability an observer sees a donation")
+    initial_good_prob: float = param(1.0, 0.0, 1.0, doc="probability a label starts GOOD")
+
+
+@struct.dataclass
+class IndirectReciprocityState:
+    reputation: jax.Array  # (V, N) int32 labels; V = 1 (public) or N (private); [observer, subject]
+    image_score: jax.Array  # (N,) int32 in [-5, 5]
+    partner: jax.Array  # (N,) int32, partner in the coming round
+    is_donor: jax.Array  # (N,) bool, donor in the coming round
+    step: jax.Array  # () int32, rounds played in this episode
+
+
+def draw_pairing(key: jax.Array, num_agents: int) -> tuple[jax.Array, jax.Array]:
+    """Random donor-recipient pairs: ``partner (N,) int32``, ``is_donor (N,) bool``.
+
+    A uniform random order (indices of sorted uniforms) cut into consecutive pairs, the
+    first of each donating."""
+    order = jax.lax.top_k(jax.random.uniform(key, (num_agents,)), num_agents)[1].astype(jnp.int32)
+    donors, recipients = order[0::2], order[1::2]
+    partner = jnp.zeros(num_agents, jnp.int32).at[donors].set(recipients).at[recipients].set(donors)
+    is_donor = jnp.zeros(num_agents, bool).at[donors].set(True)
+    return partner, is_donor
+
+
+def execute(key: jax.Array, intended: jax.Array, is_donor: jax.Array, execution_error) -> tuple[jax.Array, jax.Array]:
+    """Donors' executed actions ``(N,) int32`` (non-donors: D) and the execution errors
+    ``(N,) bool`` (an intended C that became D)."""
+    intends_c = is_donor & (intended == COOPERATE)
+    error = intends_c & (jax.random.uniform(key, intended.shape) < execution_error)
+    executed = jnp.where(intends_c & ~error, COOPERATE, DEFECT).astype(jnp.int32)
+    return executed, error
+
+
+def donor_payoffs(cooperated: jax.Array, partner: jax.Array, params: IndirectReciprocityParams):
+    """``(received, given)``, ``(N,) float32``: b per recipient of a cooperating donor,
+    c per cooperating donor. The pairing is a bijection donors <-> recipients, so a
+    recipient's donor is its partner (and a donor's partner never cooperated)."""
+    received = params.benefit * cooperated[partner].astype(jnp.float32)
+    given = params.cost * cooperated.astype(jnp.float32)
+    return received, given
+
+
+def assess(
+    key: jax.Array,
+    reputation: jax.Array,
+    executed: jax.Array,
+    partner: jax.Array,
+    is_donor: jax.Array,
+    table: jax.Array,
+    params: IndirectReciprocityParams,
+) -> jax.Array:
+    """Every observer (row of ``reputation (V, N)``) relabels each donor by the norm
+    ``table[action, recipient label in its own view]``, flips it with probability
+    ``assessment_error`` and keeps it only if it observed the donation (probability
+    ``observation_prob``). Returns the new ``(V, N) int32`` labels."""
+    key_flip, key_seen = jax.random.split(key)
+    recipient_view = reputation[:, partner]  # (V, N): each observer's label of each donor's recipient
+    label = table[executed[None, :], recipient_view]
+    flip = jax.random.uniform(key_flip, reputation.shape) < params.assessment_error
+    seen = jax.random.uniform(key_seen, reputation.shape) < params.observation_prob
+    new = jnp.where(flip, 1 - label, label)
+    return jnp.where(is_donor[None, :] & seen, new, reputation).astype(jnp.int32)
+
+
+def update_image_scores(image_score: jax.Array, cooperated: jax.Array, is_donor: jax.Array) -> jax.Array:
+    """+1 for a donation, -1 for a refusal, clipped to ``[-5, 5]``; non-donors keep theirs."""
+    delta = jnp.where(is_donor, jnp.where(cooperated, 1, -1), 0)
+    return jnp.clip(image_score + delta, MIN_SCORE, MAX_SCORE).astype(jnp.int32)
+
+
+class IndirectReciprocity(Environment):
+    """Donor game with reputations under a social norm; see the module docstring.
+
+    Static options: ``num_agents`` (even, default 20), ``norm`` (one of :data:`NORMS`,
+    default ``"stern_judging"``), ``private_assessment`` (False), ``episode_length``
+    (100 rounds). Params: :class:`IndirectReciprocityParams`.
+    """
+
+    params_cls = IndirectReciprocityParams
+    noop_action = DEFECT
+    event_keys = ("cooperated", "defected", "execution_error", "is_donor", "donated", "received")
+
+    def __init__(
+        self,
+        num_agents: int = NUM_AGENTS,
+        norm: str = "stern_judging",
+        private_assessment: bool = False,
+        episode_length: int = EPISODE_LENGTH,
+    ):
+        if not isinstance(num_agents, int) or isinstance(num_agents, bool) or num_agents < 2 or num_agents % 2:
+            raise ValueError(f"num_agents must be an even int >= 2 (agents are paired), got {num_agents!r}")
+        if norm not in NORMS:
+            raise ValueError(f"norm must be one of {sorted(NORMS)}, got {norm!r}")
+        if not isinstance(private_assessment, bool):
+            raise ValueError(f"private_assessment must be a bool, got {private_assessment!r}")
+        if not isinstance(episode_length, int) or isinstance(episode_length, bool) or episode_length < 1:
+            raise ValueError(f"episode_length must be an int >= 1, got {episode_length!r}")
+        super().__init__(num_agents)
+        self.norm = norm
+        self.private_assessment = private_assessment
+        self.episode_length = episode_length
+        self.num_views = num_agents if private_assessment else 1
+
+    # -- views -----------------------------------------------------------------
+    def view_of(self, reputation: jax.Array, partner: jax.Array) -> jax.Array:
+        """``(N,)`` each agent's label of its partner (its own row when private)."""
+        if self.private_assessment:
+            return reputation[jnp.arange(self.num_agents), partner]
+        return reputation[0, partner]
+
+    def own_label(self, reputation: jax.Array) -> jax.Array:
+        """``(N,) float32``: the public label, or the fraction of the others that see
+        each agent as GOOD (private)."""
+        if not self.private_assessment:
+            return reputation[0].astype(jnp.float32)
+        n = self.num_agents
+        others = jnp.sum(reputation, axis=0) - jnp.diagonal(reputation)
+        return others.astype(jnp.float32) / (n - 1)
+
+    # -- contract ------------------------------------------------------------
+    def reset_env(self, key, params):
+        state = self.initial_state(key, params)
+        return self.get_obs(state, params), state
+
+    def step_env(self, key, state, actions, params):
+        state, reward, done, info = self.transition(key, state, actions, params)
+        return self.get_obs(state, params), state, reward, done, info
+
+    def initial_state(self, key, params):
+        key_rep, key_pair = jax.random.split(key)
+        shape = (self.num_views, self.num_agents)
+        reputation = (jax.random.uniform(key_rep, shape) < params.initial_good_prob).astype(jnp.int32)
+        partner, is_donor = draw_pairing(key_pair, self.num_agents)
+        return IndirectReciprocityState(
+            reputation=reputation,
+            image_score=jnp.zeros(self.num_agents, jnp.int32),
+            partner=partner,
+            is_donor=is_donor,
+            step=jnp.zeros((), jnp.int32),
+        )
+
+    def transition(self, key, state, actions, params):
+        key_exec, key_assess, key_pair = jax.random.split(key, 3)
+        executed, error = execute(key_exec, actions, state.is_donor, params.execution_error)
+        cooperated = state.is_donor & (executed == COOPERATE)
+        defected = state.is_donor & (executed == DEFECT)
+        received, given = donor_payoffs(cooperated, state.partner, params)
+        table = jnp.asarray(NORMS[self.norm])
+        reputation = assess(key_assess, state.reputation, executed, state.partner, state.is_donor, table, params)
+        image_score = update_image_scores(state.image_score, cooperated, state.is_donor)
+        partner, is_donor = draw_pairing(key_pair, self.num_agents)
+        step = state.step + 1
+        truncated = step >= self.episode_length
+        new_state = IndirectReciprocityState(
+            reputation=reputation, image_score=image_score, partner=partner, is_donor=is_donor, step=step
+        )
+        info = {
+            "terminated": jnp.zeros((), bool),
+            "truncated": truncated,
+            "is_donor": state.is_donor,
+            "partner": state.partner,
+            "cooperated": cooperated,
+            "defected": defected,
+            "execution_error": error,
+            "donated": given,
+            "received": received,
+            "good_fraction": jnp.mean(reputation.astype(jnp.float32)),
+            "step": step,
+        }
+        return new_state, (received - given).astype(jnp.float32), truncated, info
+
+    def get_obs(self, state, params):
+        return jnp.stack(
+            [
+                self.view_of(state.reputation, state.partner).astype(jnp.float32),
+                state.image_score[state.partner].astype(jnp.float32),
+                self.own_label(state.reputation),
+                state.is_donor.astype(jnp.float32),
+            ],
+            axis=1,
+        )
+
+    def action_space(self, params=None):
+        return Discrete(2)
+
+    def observation_space(self, params=None):
+        low = np.array([0, MIN_SCORE, 0, 0], np.float32)
+        high = np.array([1, MAX_SCORE, 1, 1], np.float32)
+        return Box(low, high, (OBS_SIZE,), jnp.float32)
+
+    def __repr__(self):
+        return (
+            f"IndirectReciprocity(num_agents={self.num_agents}, norm={self.norm!r}, "
+            f"private_assessment={self.private_assessment}, episode_length={self.episode_length})"
+        )
+
+
+# ---------------------------------------------------------------- evolutionary dynamics
+def reproduce(
+    key: jax.Array,
+    strategy_ids: jax.Array,
+    payoffs: jax.Array,
+    mutation_rate=0.0,
+    baseline=0.0,
+    pool: Sequence[int] = tuple(range(NUM_STRATEGIES)),
+) -> jax.Array:
+    """One Wright-Fisher generation with payoff-proportional reproduction.
+
+    Fitness ``w_i = payoff_i - min_j payoff_j + baseline`` (shifted to be nonnegative;
+    ``baseline >= 0`` weakens selection). Each of the N agents of the next generation
+    independently picks a parent ``i`` with probability ``w_i / sum_j w_j`` (uniformly if
+    every ``w`` is 0) and copies its strategy, so strategy ``s`` is drawn with probability
+    proportional to the total fitness of its players; then, with probability
+    ``mutation_rate``, it switches to a uniformly random strategy of ``pool``.
+    ``strategy_ids``, ``payoffs``: ``(N,)``; returns ``(N,) int32``."""
+    key_parent, key_mut, key_new = jax.random.split(key, 3)
+    n = strategy_ids.shape[0]
+    fitness = payoffs - jnp.min(payoffs) + baseline
+    total = jnp.sum(fitness)
+    logits = jnp.where(total > 0, jnp.log(fitness), 0.0)
+    parents = jax.random.categorical(key_parent, logits, shape=(n,))
+    children = strategy_ids[parents]
+    pool_arr = jnp.asarray(pool, jnp.int32)
+    mutant = pool_arr[jax.random.randint(key_new, (n,), 0, pool_arr.shape[0])]
+    mutate = jax.random.uniform(key_mut, (n,)) < mutation_rate
+    return jnp.where(mutate, mutant, children).astype(jnp.int32)
+
+
+def evolve_strategies(
+    key: jax.Array,
+    env: IndirectReciprocity,
+    strategy_ids: jax.Array,
+    generations: int,
+    rounds_per_generation: int,
+    params: IndirectReciprocityParams | None = None,
+    mutation_rate=0.0,
+    baseline=0.0,
+    pool: Sequence[int] = tuple(range(NUM_STRATEGIES)),
+) -> tuple[dict[str, jax.Array], jax.Array]:
+    """Evolution of scripted strategies; pure, runs under ``jit`` (``env``,
+    ``generations``, ``rounds_per_generation`` and ``pool`` are static).
+
+    Each generation starts from a fresh ``env`` state (labels and image scores reset, as
+    children inherit no reputation), plays ``rounds_per_generation`` rounds with every
+    agent following its strategy (:func:`strategy_actions`; no episode cap, no
+    auto-reset), sums each agent's rewards, then :func:`reproduce` draws the next
+    generation's strategies from those payoffs.
+
+    ``strategy_ids``: ``(N,) int``. Returns ``(history, final_ids)``: ``history`` holds
+    per generation (leading axis ``generations``) ``frequencies (G, NUM_STRATEGIES)``
+    float32 (of the population that played that generation), ``mean_payoff`` (per agent
+    per round), ``cooperation_rate`` (donations per donor turn) and ``good_fraction``
+    (mean label at the end of the generation); ``final_ids`` ``(N,) int32`` is the
+    population after the last reproduction."""
+    if not isinstance(env, IndirectReciprocity):
+        raise TypeError(f"env must be an IndirectReciprocity, got {type(env).__name__}")
+    for name, value in (("generations", generations), ("rounds_per_generation", rounds_per_generation)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+    strategy_ids = jnp.asarray(strategy_ids)
+    if strategy_ids.shape != (env.num_agents,) or not jnp.issubdtype(strategy_ids.dtype, jnp.integer):
+        raise ValueError(
+            f"strategy_ids must be ({env.num_agents},) integers, got shape {strategy_ids.shape} dtype {strategy_ids.dtype}"
+        )
+    if is_concrete(strategy_ids):
+        concrete = np.asarray(strategy_ids)
+        if np.any((concrete < 0) | (concrete >= NUM_STRATEGIES)):
+            raise ValueError(f"strategy_ids must lie in 0..{NUM_STRATEGIES - 1}, got {concrete}")
+    for name, value in (("mutation_rate", mutation_rate), ("baseline", baseline)):
+        if is_concrete(value):
+            v = float(value)
+            if not (0.0 <= v and (name == "baseline" or v <= 1.0)):
+                raise ValueError(f"{name} must be in {'[0, 1]' if name == 'mutation_rate' else '[0, inf)'}, got {v}")
+    pool = tuple(int(s) for s in pool)
+    if not pool or any(not 0 <= s < NUM_STRATEGIES for s in pool):
+        raise ValueError(f"pool must be a non-empty sequence of ids in 0..{NUM_STRATEGIES - 1}, got {pool}")
+    params = env._resolve_params(params)
+    n = env.num_agents
+
+    def play_round(carry, key):
+        ids, state, payoff, coop = carry
+        actions = strategy_actions(ids, env.get_obs(state, params))
+        state, reward, _, info = env.transition(key, state, actions, params)
+        return (ids, state, payoff + reward, coop + jnp.sum(info["cooperated"])), None
+
+    def generation(ids, key):
+        key_reset, key_play, key_rep = jax.random.split(key, 3)
+        state = env.initial_state(key_reset, params)
+        carry = (ids, state, jnp.zeros(n, jnp.float32), jnp.zeros((), jnp.int32))
+        (_, state, payoff, coop), _ = jax.lax.scan(play_round, carry, jax.random.split(key_play, rounds_per_generation))
+        out = {
+            "frequencies": jnp.bincount(ids, length=NUM_STRATEGIES).astype(jnp.float32) / n,
+            "mean_payoff": jnp.mean(payoff) / rounds_per_generation,
+            "cooperation_rate": coop.astype(jnp.float32) / (rounds_per_generation * (n // 2)),
+            "good_fraction": jnp.mean(state.reputation.astype(jnp.float32)),
+        }
+        return reproduce(key_rep, ids, payoff, mutation_rate, baseline, pool), out
+
+    final_ids, history = jax.lax.scan(generation, strategy_ids.astype(jnp.int32), jax.random.split(key, generations))
+    return history, final_ids
