@@ -23,6 +23,10 @@ _ENVS = {
     "commons_ostrom": ("socialjax.envs.institutions.commons:Commons", "Ostrom-Gardner-Walker lab CPR: 8 players, 25 tokens, pool pays 23X - 0.25X^2", {"preset": "ostrom"}),
     "indirect_reciprocity": ("socialjax.envs.institutions.indirect_reciprocity:IndirectReciprocity", "donor game with reputations under image scoring / simple standing / stern judging / shunning (Nowak & Sigmund 1998, Ohtsuki & Iwasa 2004)", {}),
     "lattice_pd": ("socialjax.envs.institutions.lattice_pd:LatticePD", "prisoner's dilemma on a periodic 30x30 lattice against 4 neighbours (Weng & Lee 2026)", {}),
+    "public_goods": ("socialjax.envs.institutions.public_goods:PublicGoods", "public goods game, groups of 4, endowment 20, MPCR 0.4 (Fehr & Gaechter)", {}),
+    "public_goods_punishment": ("socialjax.envs.institutions.public_goods:PublicGoods", "public goods game with peer punishment, 1:3 cost:fine (Fehr & Gaechter 2002)", {"punishment": True}),
+    "public_goods_punishment_2000": ("socialjax.envs.institutions.public_goods:PublicGoods", "public goods game with punishment, convex costs, 10% cut per point (Fehr & Gaechter 2000)", {"punishment": True, "design": "2000"}),
+    "public_goods_sequential": ("socialjax.envs.institutions.public_goods:PublicGoods", "sequential public goods game MAC-SPGG (Liang et al. 2025)", {"sequential": True}),
 }
 
 

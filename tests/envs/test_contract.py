@@ -32,6 +32,10 @@ ENV_OPTIONS = {
     "commons_ostrom": {"num_agents": 3, "episode_length": 10},
     "indirect_reciprocity": {"num_agents": 6, "episode_length": 25},
     "lattice_pd": {"size": 4, "episode_length": 25},
+    "public_goods": {"num_periods": 5},
+    "public_goods_punishment": {"num_agents": 8, "matching": "stranger", "num_periods": 5},  # 10 steps
+    "public_goods_punishment_2000": {"num_periods": 5},  # 10 steps
+    "public_goods_sequential": {"num_agents": 8, "matching": "stranger", "num_periods": 5},  # 20 steps
 }
 NUM_STEPS = 60  # covers at least two whole episodes of every env above
 NUM_ENVS = 4
