@@ -322,14 +322,6 @@ class Commons(Environment):
             invalid = invalid | over
         return actions, invalid
 
-    def reset_env(self, key, params):
-        state = self.initial_state(key, params)
-        return self.get_obs(state, params), state
-
-    def step_env(self, key, state, actions, params):
-        state, reward, done, info = self.transition(key, state, actions, params)
-        return self.get_obs(state, params), state, reward, done, info
-
     def initial_state(self, key, params):
         stock = jnp.asarray(0.0 if self.preset == "ostrom" else params.initial_stock, jnp.float32)
         return CommonsState(

@@ -259,14 +259,6 @@ class IndirectReciprocity(Environment):
         return others.astype(jnp.float32) / (n - 1)
 
     # -- contract ------------------------------------------------------------
-    def reset_env(self, key, params):
-        state = self.initial_state(key, params)
-        return self.get_obs(state, params), state
-
-    def step_env(self, key, state, actions, params):
-        state, reward, done, info = self.transition(key, state, actions, params)
-        return self.get_obs(state, params), state, reward, done, info
-
     def initial_state(self, key, params):
         key_rep, key_pair = jax.random.split(key)
         shape = (self.num_views, self.num_agents)

@@ -118,14 +118,6 @@ class LatticePD(Environment):
         self.episode_length = episode_length
 
     # -- contract ------------------------------------------------------------
-    def reset_env(self, key, params):
-        state = self.initial_state(key, params)
-        return self.get_obs(state, params), state
-
-    def step_env(self, key, state, actions, params):
-        state, reward, done, info = self.transition(key, state, actions, params)
-        return self.get_obs(state, params), state, reward, done, info
-
     def initial_state(self, key, params):
         defect = jax.random.uniform(key, (self.num_agents,)) < params.initial_defect_prob
         return LatticePDState(last_actions=defect.astype(jnp.int32), step=jnp.zeros((), jnp.int32))

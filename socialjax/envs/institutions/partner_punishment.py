@@ -288,10 +288,6 @@ class PartnerPunishment(Environment):
             bystander=jnp.zeros(2, jnp.int32),
         )
 
-    def reset_env(self, key, params):
-        state = self.initial_state(key, params)
-        return self.get_obs(state, params), state
-
     def transition(self, key, state, actions, params):
         key_select, key_bystander = jax.random.split(key)
         n = self.num_agents

@@ -318,14 +318,6 @@ class PublicGoods(Environment):
         return actions, jnp.zeros((self.num_agents, self.group_size - 1), jnp.int32)
 
     # -- contract ------------------------------------------------------------
-    def reset_env(self, key, params):
-        state = self.initial_state(key, params)
-        return self.get_obs(state, params), state
-
-    def step_env(self, key, state, actions, params):
-        state, reward, done, info = self.transition(key, state, actions, params)
-        return self.get_obs(state, params), state, reward, done, info
-
     def initial_state(self, key, params):
         n, N = self.group_size, self.num_agents
         return PublicGoodsState(
