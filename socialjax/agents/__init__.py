@@ -9,15 +9,30 @@ inside the same ``jit``/``vmap``/``lax.scan`` as the environments. Use the modul
   ``policy`` and their exact long-run payoffs (``stationary_payoffs``).
 - :mod:`socialjax.agents.donor_strategies`: parametric donor-game strategies whose gift
   depends on the recipient's reputation trace.
+- :mod:`socialjax.agents.shaping`: reward-shaping wrappers (common reward, reward
+  exchange, inequity aversion with smoothed traces, social value orientation); each keeps
+  the environment's own reward in ``info["raw_reward"]``.
 
 The named memory-one vectors are re-exported here for convenience.
 """
 
-from socialjax.agents import donor_strategies, memory_one
+from socialjax.agents import donor_strategies, memory_one, shaping
 from socialjax.agents.memory_one import ALLC, ALLD, GRIM, GTFT, RANDOM, STRATEGIES, TFT, WSLS
+from socialjax.agents.shaping import (
+    CommonReward,
+    InequityAversion,
+    InequityAversionState,
+    RewardExchange,
+    SocialValueOrientation,
+)
 
 __all__ = [
     "ALLC",
+    "CommonReward",
+    "InequityAversion",
+    "InequityAversionState",
+    "RewardExchange",
+    "SocialValueOrientation",
     "ALLD",
     "GRIM",
     "GTFT",
@@ -27,4 +42,5 @@ __all__ = [
     "WSLS",
     "donor_strategies",
     "memory_one",
+    "shaping",
 ]
