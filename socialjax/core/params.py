@@ -70,3 +70,22 @@ class EnvParams:
 def _short(value: Any) -> str:
     arr = np.asarray(value)
     return repr(arr.item()) if arr.size == 1 else np.array2string(arr, threshold=8)
+
+
+# -- static options (constructor arguments): checked once, at make ------------------
+def check_int(name: str, value: Any, low: int) -> None:
+    """Raise ``ValueError`` unless ``value`` is an int (not a bool) ``>= low``."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < low:
+        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+
+
+def check_choice(name: str, value: Any, choices: tuple) -> None:
+    """Raise ``ValueError`` unless ``value`` is one of ``choices``."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+
+
+def check_bool(name: str, value: Any) -> None:
+    """Raise ``ValueError`` unless ``value`` is a bool."""
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be a bool, got {value!r}")

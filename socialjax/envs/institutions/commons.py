@@ -70,7 +70,7 @@ import numpy as np
 from flax import struct
 
 from socialjax.core.environment import Environment
-from socialjax.core.params import EnvParams, param
+from socialjax.core.params import EnvParams, check_bool, check_choice, check_int, param
 from socialjax.core.spaces import Box, Discrete
 
 PRESETS = ("logistic", "govsim", "ostrom")
@@ -195,13 +195,10 @@ class Commons(Environment):
         num_levels = defaults["num_levels"] if num_levels is None else num_levels
         episode_length = defaults["episode_length"] if episode_length is None else episode_length
         for name, value, low in (("num_agents", num_agents, 2), ("num_levels", num_levels, 2), ("episode_length", episode_length, 1)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < low:
-                raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
-        if sanctions not in SANCTIONS:
-            raise ValueError(f"sanctions must be one of {SANCTIONS}, got {sanctions!r}")
-        for name, value in (("monitoring", monitoring), ("quota_vote", quota_vote)):
-            if not isinstance(value, bool):
-                raise ValueError(f"{name} must be a bool, got {value!r}")
+            check_int(name, value, low)
+        check_choice("sanctions", sanctions, SANCTIONS)
+        check_bool("monitoring", monitoring)
+        check_bool("quota_vote", quota_vote)
         super().__init__(num_agents)
         self.preset = preset
         self.num_levels = num_levels

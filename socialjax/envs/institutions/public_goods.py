@@ -76,7 +76,7 @@ import numpy as np
 from flax import struct
 
 from socialjax.core.environment import Environment
-from socialjax.core.params import EnvParams, param
+from socialjax.core.params import EnvParams, check_bool, check_choice, check_int, param
 from socialjax.core.spaces import Box, Discrete
 
 # Fehr & Gaechter 2000 (AER) and 2002 (Nature): groups of 4, endowment 20, MPCR 0.4,
@@ -151,8 +151,7 @@ class PublicGoodsParams(EnvParams):
 
 def design_params(design: str = "2002", max_points: int = MAX_POINTS) -> PublicGoodsParams:
     """Default params of a punishment design, ``"2002"`` or ``"2000"``."""
-    if design not in DESIGNS:
-        raise ValueError(f"design must be one of {DESIGNS}, got {design!r}")
+    check_choice("design", design, DESIGNS)
     if design == "2002":
         schedule = np.arange(max_points + 1, dtype=np.float32) * COST_PER_POINT_2002
         return PublicGoodsParams(cost_schedule=schedule)
@@ -207,23 +206,19 @@ class PublicGoods(Environment):
             ("endowment", endowment, 1),
             ("max_points", max_points, 1),
         ):
-            if not isinstance(value, int) or isinstance(value, bool) or value < low:
-                raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+            check_int(name, value, low)
         if not isinstance(num_agents, int) or isinstance(num_agents, bool) or num_agents < group_size:
             raise ValueError(f"num_agents must be an int >= group_size={group_size}, got {num_agents!r}")
         if num_agents % group_size:
             raise ValueError(
                 f"num_agents={num_agents} must be a multiple of group_size={group_size}"
             )
-        if design not in DESIGNS:
-            raise ValueError(f"design must be one of {DESIGNS}, got {design!r}")
+        check_choice("design", design, DESIGNS)
         if design == "2000" and max_points != MAX_POINTS:
             raise ValueError(f"design='2000' has a cost schedule for 0..10 points, so max_points must be 10, got {max_points}")
-        if matching not in MATCHINGS:
-            raise ValueError(f"matching must be one of {MATCHINGS}, got {matching!r}")
-        for name, value in (("punishment", punishment), ("sequential", sequential)):
-            if not isinstance(value, bool):
-                raise ValueError(f"{name} must be a bool, got {value!r}")
+        check_choice("matching", matching, MATCHINGS)
+        check_bool("punishment", punishment)
+        check_bool("sequential", sequential)
         if sequential and punishment:
             raise ValueError("sequential=True has no punishment stage: punishment must be False")
         super().__init__(num_agents)
