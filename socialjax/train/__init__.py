@@ -1,0 +1,14 @@
+"""Training: the compiled population loop and the runs around it.
+
+- :class:`TrainConfig` (:mod:`.config`): one frozen dataclass for a whole experiment.
+- :func:`make_train` (:mod:`.population`): ``train(key, hparams=None)``, pure and jittable.
+- :func:`run` (:mod:`.run`): seeds x hyperparameter grid in one vmapped, sharded call.
+- presets (:mod:`.presets`): named experiments for ``socialjax train``.
+- :mod:`.cultural_evolution`: the donor game's cultural evolution (``donor-evolution``).
+"""
+
+from socialjax.train.config import TrainConfig
+from socialjax.train.population import TrainState, make_train
+from socialjax.train.run import RunResult, run, run_keys
+
+__all__ = ["RunResult", "TrainConfig", "TrainState", "make_train", "run", "run_keys"]

@@ -1,0 +1,98 @@
+"""What a learner is, to the population loop in :mod:`socialjax.train`.
+
+A learner is an object with static settings (network, epochs, ...) and pure methods;
+everything that changes lives in a :class:`LearnerState`, one per population member,
+stacked on a leading member axis by the loop (which ``vmap``s every method over it):
+
+- ``init(key, hparams) -> LearnerState``
+- ``act(state, hidden, obs, reset, key, progress) -> (hidden, action, aux)`` for a batch
+  of ``M`` seats: ``obs`` ``(M, ...)``, ``reset`` ``(M,) bool`` (first step of an
+  episode), ``hidden`` ``(M, H)``; ``aux`` is a dict of ``(M,)`` arrays the learner wants
+  back in its rollout (PPO: value and log-probability).
+- ``prepare(state, rollout, hparams) -> dict`` per-step quantities computed before the
+  update (PPO: advantages and value targets), which the loop may reshape across seats
+  (Advantage Alignment) before calling
+- ``update(state, rollout, prepared, key, progress) -> (state, metrics)`` with
+  ``metrics`` a dict of scalars that always includes ``"loss"``.
+
+``progress`` is the fraction of training done, in ``[0, 1]`` (learning-rate annealing,
+exploration schedules). Numeric hyperparameters are not attributes: they live in
+``state.hparams`` (a dict of ``()`` float32 arrays), so that they can be vmapped over
+in a sweep and perturbed per member by PBT.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax import struct
+
+
+@struct.dataclass
+class LearnerState:
+    """Everything a member learns or tunes: network parameters, optimiser state,
+    hyperparameters (``{name: () float32}``) and learner-specific extras (DQN: target
+    network and replay buffer; PPO: nothing)."""
+
+    params: Any
+    opt_state: Any
+    hparams: dict[str, jax.Array]
+    extra: Any = ()
+
+
+@struct.dataclass
+class Rollout:
+    """``T`` steps of ``M`` seats held by one member.
+
+    ``obs[t]`` is what the member saw before choosing ``action[t]``; ``reset[t]`` is True
+    when ``obs[t]`` starts an episode; ``done[t]`` is True when the episode ended after
+    ``action[t]`` (the environment then auto-reset, so ``obs[t + 1]`` is a first
+    observation). ``hidden0`` is the recurrent state before step 0 and ``last_*`` the
+    observation, reset flag and recurrent state after the last step (for bootstrapping).
+    """
+
+    obs: Any  # (T, M, ...)
+    reset: jax.Array  # (T, M) bool
+    action: jax.Array  # (T, M) int32
+    reward: jax.Array  # (T, M) float32
+    done: jax.Array  # (T, M) bool
+    aux: dict[str, jax.Array]  # {name: (T, M)}
+    hidden0: jax.Array  # (M, H)
+    last_obs: Any  # (M, ...)
+    last_reset: jax.Array  # (M,) bool
+    last_hidden: jax.Array  # (M, H)
+
+
+def clip_by_global_norm(grads: Any, max_norm: jax.Array) -> Any:
+    """Scale ``grads`` so their global norm is at most ``max_norm`` (a traced value
+    allowed, so it can be swept)."""
+    norm = optax.global_norm(grads)
+    scale = jnp.minimum(1.0, max_norm / jnp.maximum(norm, 1e-12))
+    return jax.tree_util.tree_map(lambda g: g * scale, grads)
+
+
+ADAM_EPS = 1e-5  # as in the PPO baselines (PureJaxRL, CleanRL)
+
+
+def adam() -> optax.GradientTransformation:
+    """Adam without the learning rate; :func:`apply_updates` multiplies by it, so the
+    rate can be a per-member, annealed, traced number."""
+    return optax.scale_by_adam(eps=ADAM_EPS)
+
+
+def apply_updates(params: Any, opt_state: Any, grads: Any, lr: jax.Array) -> tuple[Any, Any]:
+    updates, opt_state = adam().update(grads, opt_state, params)
+    params = jax.tree_util.tree_map(lambda p, u: p - lr * u, params, updates)
+    return params, opt_state
+
+
+def annealed(lr: jax.Array, progress: jax.Array, anneal: bool) -> jax.Array:
+    """Linear decay from ``lr`` at the start to 0 at the end of training."""
+    return lr * (1.0 - progress) if anneal else lr
+
+
+def as_hparams(values: dict[str, Any]) -> dict[str, jax.Array]:
+    return {k: jnp.asarray(v, jnp.float32) for k, v in values.items()}

@@ -1,0 +1,193 @@
+"""Flax networks for the learners: an observation encoder chosen from the observation
+space, an optional GRU core, and actor-critic or Q-value heads.
+
+Encoders (``kind``):
+
+- ``"mlp"``: float vectors, flattened, two dense layers.
+- ``"onehot"``: small integer codes (matrix-game histories, lattice neighbours, public-goods
+  records): each feature one-hot over ``high + 1`` classes, then the MLP.
+- ``"cnn"``: gridworld observations. Integer codes ``(V, V) uint8`` are embedded
+  (``nn.Embed``: a code is a category, not a brightness), RGB ``(H, W, 3) uint8`` is
+  scaled to [0, 1]; two 3x3 convolutions, a dense layer, and the ``ready_to_zap`` flag
+  concatenated.
+
+Every network has the same call signature so that the learners do not care which one
+they hold::
+
+    hidden, out = net.apply(params, hidden, obs, reset)
+
+``obs`` has a leading batch axis ``B``; ``reset`` ``(B,) bool`` marks the first step of
+an episode (the GRU state is zeroed there); ``hidden`` is ``(B, H)`` float32 (``H = 1``
+and unused for feed-forward networks). ``out`` is ``(logits (B, A), value (B,))`` for
+:class:`ActorCritic` and ``q (B, A)`` for :class:`QNetwork`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Sequence
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from socialjax.core.spaces import Box, Dict, Space
+
+ENCODERS = ("auto", "mlp", "onehot", "cnn")
+MAX_ONEHOT_CLASSES = 256  # integer features with more values than this are fed as floats
+
+
+@dataclasses.dataclass(frozen=True)
+class EncoderSpec:
+    """Static description of how to read one agent's observation."""
+
+    kind: str  # "mlp" | "onehot" | "cnn"
+    num_classes: tuple[int, ...] = ()  # onehot: classes per feature; cnn: (num_codes,) for code grids
+    grid_key: str | None = None  # cnn: "grid" (codes) or "rgb"
+
+
+def encoder_spec(space: Space, kind: str = "auto") -> EncoderSpec:
+    """Pick (or check) the encoder for an agent's observation space."""
+    if kind not in ENCODERS:
+        raise ValueError(f"network must be one of {ENCODERS}, got {kind!r}")
+    if isinstance(space, Dict):
+        key = "grid" if "grid" in space.spaces else "rgb" if "rgb" in space.spaces else None
+        if key is None:
+            raise ValueError(f"no encoder for a Dict observation without 'grid' or 'rgb': {space}")
+        if kind not in ("auto", "cnn"):
+            raise ValueError(f"gridworld observations need network='cnn', got {kind!r}")
+        classes = (int(np.max(space.spaces["grid"].high)) + 1,) if key == "grid" else ()
+        return EncoderSpec("cnn", classes, key)
+    if not isinstance(space, Box):
+        raise TypeError(f"unsupported observation space {space!r}")
+    if kind == "cnn":
+        raise ValueError(f"network='cnn' needs a gridworld observation, got {space}")
+    integer = jnp.issubdtype(space.dtype, jnp.integer)
+    high = np.asarray(space.high).reshape(-1)
+    small = integer and np.all(np.isfinite(high)) and np.all(high < MAX_ONEHOT_CLASSES)
+    if kind == "onehot" and not small:
+        raise ValueError(f"network='onehot' needs integer features below {MAX_ONEHOT_CLASSES}, got {space}")
+    if kind == "onehot" or (kind == "auto" and small):
+        return EncoderSpec("onehot", tuple(int(h) + 1 for h in high))
+    return EncoderSpec("mlp")
+
+
+class Encoder(nn.Module):
+    spec: EncoderSpec
+    hidden: int = 64
+    embed_dim: int = 8
+    channels: int = 32
+
+    @nn.compact
+    def __call__(self, obs: Any) -> jax.Array:
+        spec = self.spec
+        if spec.kind == "cnn":
+            if spec.grid_key == "grid":
+                x = nn.Embed(spec.num_classes[0], self.embed_dim)(obs["grid"].astype(jnp.int32))
+            else:
+                x = obs["rgb"].astype(jnp.float32) / 255.0
+            x = nn.relu(nn.Conv(self.channels, (3, 3))(x))
+            x = nn.relu(nn.Conv(self.channels, (3, 3))(x))
+            x = x.reshape(x.shape[0], -1)
+            x = nn.relu(nn.Dense(self.hidden)(x))
+            flag = obs["ready_to_zap"].astype(jnp.float32).reshape(x.shape[0], 1)
+            return jnp.concatenate([x, flag], axis=-1)
+        if spec.kind == "onehot":
+            codes = obs.reshape(obs.shape[0], -1).astype(jnp.int32)
+            x = jnp.concatenate(
+                [jax.nn.one_hot(codes[:, i], n) for i, n in enumerate(spec.num_classes)], axis=-1
+            )
+        else:
+            x = obs.reshape(obs.shape[0], -1).astype(jnp.float32)
+        x = nn.relu(nn.Dense(self.hidden)(x))
+        return nn.relu(nn.Dense(self.hidden)(x))
+
+
+class GRUCore(nn.Module):
+    """A GRU whose state is zeroed where ``reset`` is True, before the step."""
+
+    hidden: int
+
+    @nn.compact
+    def __call__(self, carry: jax.Array, x: jax.Array, reset: jax.Array) -> tuple[jax.Array, jax.Array]:
+        carry = jnp.where(reset[:, None], jnp.zeros_like(carry), carry)
+        carry, y = nn.GRUCell(self.hidden)(carry, x)
+        return carry, y
+
+
+def _orth(scale: float):
+    return nn.initializers.orthogonal(scale)
+
+
+class ActorCritic(nn.Module):
+    """Encoder, optional GRU, separate policy and value heads."""
+
+    spec: EncoderSpec
+    num_actions: int
+    hidden: int = 64
+    recurrent: bool = False
+    embed_dim: int = 8
+    channels: int = 32
+
+    @nn.compact
+    def __call__(self, hidden, obs, reset):
+        x = Encoder(self.spec, self.hidden, self.embed_dim, self.channels)(obs)
+        if self.recurrent:
+            hidden, x = GRUCore(self.hidden)(hidden, x, reset)
+        logits = nn.Dense(self.num_actions, kernel_init=_orth(0.01))(nn.relu(nn.Dense(self.hidden)(x)))
+        value = nn.Dense(1, kernel_init=_orth(1.0))(nn.relu(nn.Dense(self.hidden)(x)))
+        return hidden, (logits, value[:, 0])
+
+
+class QNetwork(nn.Module):
+    """Encoder, optional GRU, one Q-value per action."""
+
+    spec: EncoderSpec
+    num_actions: int
+    hidden: int = 64
+    recurrent: bool = False
+    embed_dim: int = 8
+    channels: int = 32
+
+    @nn.compact
+    def __call__(self, hidden, obs, reset):
+        x = Encoder(self.spec, self.hidden, self.embed_dim, self.channels)(obs)
+        if self.recurrent:
+            hidden, x = GRUCore(self.hidden)(hidden, x, reset)
+        q = nn.Dense(self.num_actions)(nn.relu(nn.Dense(self.hidden)(x)))
+        return hidden, q
+
+
+def hidden_size(net: ActorCritic | QNetwork) -> int:
+    """Width of the ``hidden`` array the network carries (1 when feed-forward)."""
+    return net.hidden if net.recurrent else 1
+
+
+def init_hidden(net: ActorCritic | QNetwork, batch: int) -> jax.Array:
+    return jnp.zeros((batch, hidden_size(net)), jnp.float32)
+
+
+def sample_obs(space: Space, batch: int) -> Any:
+    """Zeros shaped like a batch of observations (to initialise parameters)."""
+    if isinstance(space, Dict):
+        return {k: sample_obs(s, batch) for k, s in space.spaces.items()}
+    return jnp.zeros((batch, *space.shape), space.dtype)
+
+
+def num_params(params: Any) -> int:
+    return int(sum(np.prod(x.shape) for x in jax.tree_util.tree_leaves(params)))
+
+
+__all__: Sequence[str] = (
+    "ActorCritic",
+    "QNetwork",
+    "Encoder",
+    "EncoderSpec",
+    "GRUCore",
+    "encoder_spec",
+    "hidden_size",
+    "init_hidden",
+    "sample_obs",
+    "num_params",
+)

@@ -1,0 +1,235 @@
+"""Actor-critic learners: PPO (Schulman et al. 2017) and A2C, feed-forward or recurrent.
+
+One class, :class:`ActorCriticLearner`, implements both (``algo="ppo"`` or ``"a2c"``):
+GAE advantages (Schulman et al. 2016), a categorical policy through distrax, value and
+entropy terms, gradient clipping by global norm, Adam with a linearly annealed learning
+rate. PPO clips the probability ratio and the value change and makes several epochs
+of minibatch passes; A2C makes one full-batch pass of the plain policy gradient with
+a learned baseline.
+
+Recurrent networks (``recurrent=True``, a GRU) are trained on whole rollout sequences:
+minibatches split the seats, never the time axis, and the GRU is replayed from the
+rollout's starting state with resets at episode starts.
+
+Hyperparameters in ``state.hparams`` (all ``() float32``, sweepable):
+``lr``, ``gamma``, ``gae_lambda``, ``clip_eps``, ``ent_coef``, ``vf_coef``,
+``max_grad_norm``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import distrax
+import jax
+import jax.numpy as jnp
+
+from socialjax.agents.learner import (
+    LearnerState,
+    Rollout,
+    annealed,
+    adam,
+    apply_updates,
+    as_hparams,
+    clip_by_global_norm,
+)
+from socialjax.agents.networks import ActorCritic, EncoderSpec, init_hidden, sample_obs
+from socialjax.core.spaces import Space
+
+ALGOS = ("ppo", "a2c")
+HPARAMS = ("lr", "gamma", "gae_lambda", "clip_eps", "ent_coef", "vf_coef", "max_grad_norm")
+
+
+def gae(
+    reward: jax.Array, value: jax.Array, done: jax.Array, last_value: jax.Array, gamma: jax.Array, lam: jax.Array
+) -> tuple[jax.Array, jax.Array]:
+    """Generalised advantage estimates over ``(T, M)`` arrays; returns ``(adv, target)``.
+
+    ``done[t]`` cuts the bootstrap after step ``t`` (the next observation starts a new
+    episode); ``last_value`` ``(M,)`` is the value of the observation after step ``T-1``.
+    """
+
+    def back(carry, x):
+        next_adv, next_value = carry
+        r, v, d = x
+        keep = 1.0 - d.astype(jnp.float32)
+        delta = r + gamma * next_value * keep - v
+        adv = delta + gamma * lam * keep * next_adv
+        return (adv, v), adv
+
+    _, adv = jax.lax.scan(back, (jnp.zeros_like(last_value), last_value), (reward, value, done), reverse=True)
+    return adv, adv + value
+
+
+class ActorCriticLearner:
+    """PPO or A2C on an :class:`~socialjax.agents.networks.ActorCritic`."""
+
+    def __init__(
+        self,
+        obs_space: Space,
+        spec: EncoderSpec,
+        num_actions: int,
+        *,
+        algo: str = "ppo",
+        hidden: int = 64,
+        recurrent: bool = False,
+        update_epochs: int = 4,
+        num_minibatches: int = 4,
+        anneal_lr: bool = True,
+        embed_dim: int = 8,
+        channels: int = 32,
+    ):
+        if algo not in ALGOS:
+            raise ValueError(f"algo must be one of {ALGOS}, got {algo!r}")
+        self.algo = algo
+        self.obs_space = obs_space
+        self.net = ActorCritic(spec, num_actions, hidden, recurrent, embed_dim, channels)
+        self.recurrent = recurrent
+        self.update_epochs = 1 if algo == "a2c" else int(update_epochs)
+        self.num_minibatches = 1 if algo == "a2c" else int(num_minibatches)
+        self.anneal_lr = bool(anneal_lr)
+        self.hidden_size = hidden if recurrent else 1
+
+    # -- contract ------------------------------------------------------------------
+    def init(self, key: jax.Array, hparams: dict[str, Any]) -> LearnerState:
+        obs = sample_obs(self.obs_space, 1)
+        params = self.net.init(key, init_hidden(self.net, 1), obs, jnp.zeros((1,), bool))
+        return LearnerState(params=params, opt_state=adam().init(params), hparams=as_hparams(hparams), extra=())
+
+    def act(self, state: LearnerState, hidden, obs, reset, key, progress):
+        hidden, (logits, value) = self.net.apply(state.params, hidden, obs, reset)
+        pi = distrax.Categorical(logits=logits)
+        action = pi.sample(seed=key)
+        return hidden, action.astype(jnp.int32), {"value": value, "logp": pi.log_prob(action)}
+
+    def values(self, state: LearnerState, hidden, obs, reset) -> jax.Array:
+        return self.net.apply(state.params, hidden, obs, reset)[1][1]
+
+    def prepare(self, state: LearnerState, ro: Rollout, hparams=None) -> dict[str, jax.Array]:
+        h = state.hparams if hparams is None else hparams
+        last_value = self.values(state, ro.last_hidden, ro.last_obs, ro.last_reset)
+        adv, target = gae(ro.reward, ro.aux["value"], ro.done, last_value, h["gamma"], h["gae_lambda"])
+        return {"adv": adv, "target": target}
+
+    def update(self, state: LearnerState, ro: Rollout, prep: dict[str, jax.Array], key, progress):
+        h = state.hparams
+        lr = annealed(h["lr"], progress, self.anneal_lr)
+        T, M = ro.action.shape
+        batch = {
+            "obs": ro.obs,
+            "reset": ro.reset,
+            "action": ro.action,
+            "logp": ro.aux["logp"],
+            "value": ro.aux["value"],
+            "adv": prep["adv"],
+            "target": prep["target"],
+        }
+        if self.recurrent:
+            if M % self.num_minibatches:
+                raise ValueError(f"recurrent PPO splits {M} seats into {self.num_minibatches} minibatches: not divisible")
+        elif (T * M) % self.num_minibatches:
+            raise ValueError(f"PPO splits {T * M} samples into {self.num_minibatches} minibatches: not divisible")
+
+        def epoch(carry, key):
+            params, opt_state = carry
+            if self.recurrent:  # minibatches of whole sequences: shuffle the seat axis
+                perm = jax.random.permutation(key, M)
+                mb = jax.tree_util.tree_map(
+                    lambda x: jnp.swapaxes(
+                        jnp.take(x, perm, axis=1).reshape(T, self.num_minibatches, M // self.num_minibatches, *x.shape[2:]), 0, 1
+                    ),
+                    batch,
+                )
+                mb["hidden0"] = ro.hidden0[perm].reshape(self.num_minibatches, M // self.num_minibatches, -1)
+            else:  # minibatches of single steps
+                perm = jax.random.permutation(key, T * M)
+                mb = jax.tree_util.tree_map(
+                    lambda x: x.reshape(T * M, *x.shape[2:])[perm].reshape(self.num_minibatches, -1, *x.shape[2:]), batch
+                )
+            (params, opt_state), stats = jax.lax.scan(self._minibatch(lr, h), (params, opt_state), mb)
+            return (params, opt_state), stats
+
+        keys = jax.random.split(key, self.update_epochs)
+        (params, opt_state), stats = jax.lax.scan(epoch, (state.params, state.opt_state), keys)
+        metrics = jax.tree_util.tree_map(jnp.mean, stats)
+        return state.replace(params=params, opt_state=opt_state), metrics
+
+    # -- internals -----------------------------------------------------------------
+    def _forward(self, params, mb):
+        if self.recurrent:  # replay the GRU over (T, B)
+
+            def step(hidden, x):
+                obs, reset = x
+                hidden, out = self.net.apply(params, hidden, obs, reset)
+                return hidden, out
+
+            _, (logits, value) = jax.lax.scan(step, mb["hidden0"], (mb["obs"], mb["reset"]))
+            return logits, value
+        B = mb["action"].shape[0]
+        _, (logits, value) = self.net.apply(params, init_hidden(self.net, B), mb["obs"], mb["reset"])
+        return logits, value
+
+    def _minibatch(self, lr, h):
+        def loss_fn(params, mb):
+            logits, value = self._forward(params, mb)
+            pi = distrax.Categorical(logits=logits)
+            logp = pi.log_prob(mb["action"])
+            adv = mb["adv"]
+            adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+            entropy = pi.entropy().mean()
+            if self.algo == "ppo":
+                ratio = jnp.exp(logp - mb["logp"])
+                clipped = jnp.clip(ratio, 1.0 - h["clip_eps"], 1.0 + h["clip_eps"])
+                policy_loss = -jnp.minimum(ratio * adv, clipped * adv).mean()
+                v_clipped = mb["value"] + jnp.clip(value - mb["value"], -h["clip_eps"], h["clip_eps"])
+                value_loss = 0.5 * jnp.maximum((value - mb["target"]) ** 2, (v_clipped - mb["target"]) ** 2).mean()
+                approx_kl = ((ratio - 1.0) - (logp - mb["logp"])).mean()
+            else:
+                policy_loss = -(logp * jax.lax.stop_gradient(adv)).mean()
+                value_loss = 0.5 * ((value - mb["target"]) ** 2).mean()
+                approx_kl = jnp.zeros(())
+            loss = policy_loss + h["vf_coef"] * value_loss - h["ent_coef"] * entropy
+            return loss, {
+                "loss": loss,
+                "policy_loss": policy_loss,
+                "value_loss": value_loss,
+                "entropy": entropy,
+                "approx_kl": approx_kl,
+            }
+
+        def step(carry, mb):
+            params, opt_state = carry
+            grads, stats = jax.grad(loss_fn, has_aux=True)(params, mb)
+            grads = clip_by_global_norm(grads, h["max_grad_norm"])
+            params, opt_state = apply_updates(params, opt_state, grads, lr)
+            return (params, opt_state), stats
+
+        return step
+
+
+def advantage_alignment(adv: jax.Array, done: jax.Array, gamma: jax.Array, beta: jax.Array) -> jax.Array:
+    """Advantage Alignment (Duque et al. 2025) for ``(T, E, N)`` advantages of the ``N``
+    seats of ``E`` games: agent i's advantage becomes
+
+        A*_i(t) = A_i(t) + beta * gamma * [sum_{k<t} gamma^(t-k) A_i(k)] * mean_{j != i} A_j(t)
+
+    with the discounted sum of i's own past advantages restarted after each ``done``
+    ``(T, E)`` and at the start of the rollout (the sum does not reach back into the
+    previous rollout). The product aligns i's policy gradient with the co-players' advantages:
+    actions good for the others are reinforced in proportion to how well i has been
+    doing in this episode. ``N = 1`` returns ``adv`` unchanged.
+    """
+    T, E, N = adv.shape
+    if N < 2:
+        return adv
+    others = (adv.sum(axis=-1, keepdims=True) - adv) / (N - 1)
+
+    def fwd(past, x):
+        a, d = x  # past: discounted sum of advantages before step t (already times gamma)
+        out = past
+        past = jnp.where(d[:, None], 0.0, gamma * (past + a))
+        return past, out
+
+    start = jnp.zeros((E, N), adv.dtype)
+    _, past = jax.lax.scan(fwd, start, (adv, done))
+    return adv + beta * gamma * past * others

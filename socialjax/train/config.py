@@ -1,0 +1,191 @@
+"""The training configuration: one frozen dataclass, flat so that every field can be
+overridden by name (``socialjax train ipd-ppo --set lr=1e-3``).
+
+Fields come in three kinds:
+
+- static choices that shape the compiled program (``algo``, ``num_envs``, ``seating``,
+  ...): changing them recompiles;
+- numeric hyperparameters (:data:`SWEEPABLE`): a float, or a list/array of values. Array
+  values define a grid (the outer product over all array fields) that
+  :func:`socialjax.train.run` vmaps over, one compiled call for the whole sweep;
+- population, selection and evaluation settings.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from typing import Any
+
+import numpy as np
+
+ALGOS = ("ppo", "a2c", "dqn")
+SEATINGS = ("independent", "shared", "grouped", "random", "fixed")
+SELECTIONS = ("none", "truncation", "pbt", "imitate")
+
+# Hyperparameters each learner reads from its state (and that may be arrays).
+ACTOR_CRITIC_HPARAMS = ("lr", "gamma", "gae_lambda", "clip_eps", "ent_coef", "vf_coef", "max_grad_norm")
+DQN_HPARAMS = ("lr", "gamma", "max_grad_norm", "eps_start", "eps_end", "eps_decay", "temperature")
+LOOP_HPARAMS = ("aa_beta",)
+SWEEPABLE = tuple(dict.fromkeys(ACTOR_CRITIC_HPARAMS + DQN_HPARAMS + LOOP_HPARAMS))
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """Everything about a training run except the environment.
+
+    Sizes: each update collects ``rollout_len`` steps of ``num_envs`` games; with ``N``
+    seats per game that is ``num_envs * N`` seats, shared among the members (each of the
+    ``L`` learners holds ``M = num_envs * N * learner_fraction / L`` of them).
+    """
+
+    # learner ------------------------------------------------------------------------
+    algo: str = "ppo"  # ppo | a2c | dqn
+    network: str = "auto"  # auto | mlp | onehot | cnn (see socialjax.agents.networks)
+    hidden: int = 64
+    recurrent: bool = False  # GRU core (PPO/A2C)
+    embed_dim: int = 8  # CNN: embedding width of a grid code
+    channels: int = 32  # CNN: channels of each 3x3 convolution
+    # schedule -----------------------------------------------------------------------
+    num_envs: int = 16
+    rollout_len: int = 128
+    num_updates: int = 100
+    update_epochs: int = 4
+    num_minibatches: int = 4
+    anneal_lr: bool = True
+    # hyperparameters (float, or a sequence of floats to sweep) -----------------------
+    lr: Any = 2.5e-4
+    gamma: Any = 0.99
+    gae_lambda: Any = 0.95
+    clip_eps: Any = 0.2
+    ent_coef: Any = 0.01
+    vf_coef: Any = 0.5
+    max_grad_norm: Any = 0.5
+    aa_beta: Any = 0.0  # Advantage Alignment strength (PPO/A2C); 0 = off
+    # DQN ------------------------------------------------------------------------------
+    eps_start: Any = 1.0
+    eps_end: Any = 0.05
+    eps_decay: Any = 0.5  # fraction of training over which epsilon decays linearly
+    temperature: Any = 1.0  # Boltzmann exploration
+    exploration: str = "epsilon"  # epsilon | boltzmann
+    buffer_rollouts: int = 8
+    dqn_updates: int = 4  # gradient steps per rollout
+    dqn_batch: int = 256
+    n_step: int = 3
+    target_update_every: int = 10  # updates between target-network copies
+    # population -------------------------------------------------------------------------
+    seating: str = "independent"  # independent | shared | grouped | random | fixed
+    num_learners: int | None = None  # learners in the population (default from seating)
+    groups: tuple[int, ...] | None = None  # grouped: group (= learner) of each seat
+    seats: tuple[int, ...] | None = None  # fixed: member of each seat (learners first, then scripted)
+    scripted: tuple[str, ...] = ()  # scripted members, after the learners
+    learner_fraction: float | None = None  # random seating: share of seats held by learners
+    # selection --------------------------------------------------------------------------
+    selection: str = "none"  # none | truncation | pbt | imitate
+    select_every: int = 10  # updates between selection events
+    select_frac: float = 0.25  # truncation: share that survives; pbt: share replaced
+    mutation_std: float = 0.0  # truncation: Gaussian noise added to copied weights
+    perturb: tuple[float, float] = (0.8, 1.2)  # pbt: factors applied to copied hyperparameters
+    pbt_hparams: tuple[str, ...] = ("lr", "ent_coef")
+    # evaluation -------------------------------------------------------------------------
+    evaluate: bool = True
+    eval_envs: int = 0  # 0: num_envs
+    eval_steps: int = 0  # 0: rollout_len
+    background: tuple[str, ...] = ()  # held-out scripted bots for focal-vs-background
+    num_focal: int | None = None  # focal seats in that scenario (default: half, at least 1)
+    # output -------------------------------------------------------------------------------
+    log_every: int = 0  # progress line every k updates (0 = none)
+
+    # -- derived ------------------------------------------------------------------------
+    def replace(self, **changes: Any) -> "TrainConfig":
+        unknown = sorted(set(changes) - {f.name for f in dataclasses.fields(self)})
+        if unknown:
+            raise ValueError(f"TrainConfig has no field(s) {unknown}; fields: {field_names()}")
+        return dataclasses.replace(self, **changes)
+
+    def hparam_names(self) -> tuple[str, ...]:
+        base = DQN_HPARAMS if self.algo == "dqn" else ACTOR_CRITIC_HPARAMS
+        return base + LOOP_HPARAMS
+
+    def sweep_axes(self) -> dict[str, np.ndarray]:
+        """The hyperparameters given as arrays: ``{name: (k,) values}``."""
+        out = {}
+        for name in SWEEPABLE:
+            v = np.asarray(getattr(self, name), np.float32)
+            if v.ndim > 1:
+                raise ValueError(f"{name} must be a number or a 1-D list of numbers, got shape {v.shape}")
+            if v.ndim == 1:
+                if v.size == 0:
+                    raise ValueError(f"{name} is an empty list")
+                out[name] = v
+        return out
+
+    def hparam_grid(self) -> dict[str, np.ndarray]:
+        """All hyperparameters as ``(G,)`` arrays over the outer product of the swept ones
+        (``G = 1`` without a sweep)."""
+        axes = self.sweep_axes()
+        names = list(axes)
+        combos = list(itertools.product(*[axes[n] for n in names])) or [()]
+        grid = {}
+        for name in SWEEPABLE:
+            if name in axes:
+                grid[name] = np.array([c[names.index(name)] for c in combos], np.float32)
+            else:
+                grid[name] = np.full((len(combos),), float(getattr(self, name)), np.float32)
+        return grid
+
+    def scalar_hparams(self) -> dict[str, float]:
+        if self.sweep_axes():
+            raise ValueError(
+                f"hyperparameters {sorted(self.sweep_axes())} are arrays: pass hparams= to train, "
+                "or use socialjax.train.run, which vmaps over the grid"
+            )
+        return {name: float(getattr(self, name)) for name in SWEEPABLE}
+
+    def validate(self) -> None:
+        """Errors for settings that cannot work, before anything is compiled."""
+        _choice("algo", self.algo, ALGOS)
+        _choice("seating", self.seating, SEATINGS)
+        _choice("selection", self.selection, SELECTIONS)
+        _choice("exploration", self.exploration, ("epsilon", "boltzmann"))
+        for name in ("hidden", "embed_dim", "channels", "num_envs", "rollout_len", "num_updates", "update_epochs",
+                     "num_minibatches", "buffer_rollouts", "dqn_updates", "dqn_batch", "n_step",
+                     "target_update_every", "select_every"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
+                raise ValueError(f"{name} must be a positive int, got {v!r}")
+        for name in ("eval_envs", "eval_steps", "log_every"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 0:
+                raise ValueError(f"{name} must be an int >= 0, got {v!r}")
+        grid = self.hparam_grid()
+        for name, lo, hi in (("lr", 0, None), ("gamma", 0, 1), ("gae_lambda", 0, 1), ("clip_eps", 0, None),
+                             ("ent_coef", 0, None), ("vf_coef", 0, None), ("max_grad_norm", 0, None),
+                             ("eps_start", 0, 1), ("eps_end", 0, 1), ("eps_decay", 0, 1), ("temperature", 0, None)):
+            v = grid[name]
+            if not np.all(np.isfinite(v)) or np.any(v < lo) or (hi is not None and np.any(v > hi)):
+                raise ValueError(f"{name} must lie in [{lo}, {hi if hi is not None else 'inf'}), got {getattr(self, name)!r}")
+        if not 0.0 < self.select_frac <= 1.0:
+            raise ValueError(f"select_frac must be in (0, 1], got {self.select_frac}")
+        if self.mutation_std < 0:
+            raise ValueError(f"mutation_std must be >= 0, got {self.mutation_std}")
+        if len(self.perturb) != 2 or min(self.perturb) <= 0:
+            raise ValueError(f"perturb must be two positive factors, got {self.perturb}")
+        bad = [n for n in self.pbt_hparams if n not in self.hparam_names()]
+        if bad and self.selection == "pbt":
+            raise ValueError(f"pbt_hparams {bad} are not hyperparameters of {self.algo}: {self.hparam_names()}")
+        if self.learner_fraction is not None and not 0.0 < self.learner_fraction <= 1.0:
+            raise ValueError(f"learner_fraction must be in (0, 1], got {self.learner_fraction}")
+        if self.algo == "dqn" and self.recurrent:
+            raise ValueError("recurrent=True is only supported by ppo and a2c")
+        if self.algo == "dqn" and np.any(grid["aa_beta"] != 0):
+            raise ValueError("aa_beta (Advantage Alignment) needs an actor-critic learner (ppo or a2c)")
+
+
+def field_names() -> list[str]:
+    return [f.name for f in dataclasses.fields(TrainConfig)]
+
+
+def _choice(name: str, value: Any, options: tuple[str, ...]) -> None:
+    if value not in options:
+        raise ValueError(f"{name} must be one of {options}, got {value!r}")

@@ -1,0 +1,126 @@
+"""Evaluation after training, inside the same compiled ``train``.
+
+A *scenario* is one row of ``N`` member indices, the same in each of ``eval_envs``
+games played for ``eval_steps`` steps (members: the ``L`` learners, then the training
+population's scripted members, then the held-out ``background`` bots). Each seat's
+member is gathered once per scenario (not per step), so a scenario costs one forward
+pass per seat, like training. Results are mean rewards per step (a scenario need not
+finish an episode) and the social metrics of the episodes that did finish.
+
+Outputs of :func:`make_evaluator` (``L`` learners, ``P`` training members):
+
+- ``eval/crossplay`` ``(L, L)``: reward per step of learner ``i`` in seat 0 when every
+  other seat holds learner ``j`` (the diagonal is self-play); only for ``N >= 2``.
+- ``eval/reward_rate`` ``(P,)`` and ``eval/<social metric>``: the training seating
+  (fixed modes: its seats; random seating: a fresh draw per game row).
+- with ``background``: ``eval/focal_reward_rate`` ``(L,)``, scenario ``l`` seating
+  learners ``l, l+1, ...`` (mod ``L``) in the first ``num_focal`` seats and the
+  background bots (cycling) in the rest; ``eval/background_reward_rate`` ``(L,)``; and
+  ``eval/focal/<social metric>`` averaged over those scenarios.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from socialjax import metrics as social
+from socialjax.agents.scripted import make_scripted
+from socialjax.train.config import TrainConfig
+
+SOCIAL_KEYS = ("collective_return", "efficiency", "equality", "sustainability", "peace")
+MAX_CROSSPLAY = 32  # learners; above this the L x L matrix is skipped
+
+
+def make_evaluator(env, params, config: TrainConfig, learner, num_learners: int, scripted):
+    N, L = env.num_agents, num_learners
+    Ee = config.eval_envs or config.num_envs
+    Te = config.eval_steps or config.rollout_len
+    background = tuple(make_scripted(name, env) for name in config.background)
+    members = tuple(scripted) + background  # scripted members, indices L, L+1, ...
+    B0 = L + len(scripted)  # first background index
+    event_keys = tuple(getattr(env, "event_keys", ()))
+    num_focal = config.num_focal if config.num_focal is not None else max(1, N // 2)
+    if background and not 1 <= num_focal < N:
+        raise ValueError(f"num_focal must be between 1 and {N - 1} (the game has {N} seats), got {num_focal}")
+
+    def play(states, row, key):
+        """One scenario: ``row`` ``(N,) int32`` member per seat."""
+        learner_row = jnp.clip(row, 0, L - 1)
+        seat_states = jax.tree_util.tree_map(lambda x: x[learner_row], states)  # (N, ...)
+        key_reset, key_slots, key_run = jax.random.split(key, 3)
+        obs, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(key_reset, Ee), params)
+        slots = tuple(m.init_slot(k, Ee * N) for m, k in zip(members, jax.random.split(key_slots, max(len(members), 1))))
+        hidden = jnp.zeros((N, Ee, learner.hidden_size), jnp.float32)
+        reset = jnp.ones((N, Ee), bool)
+        acc = jax.vmap(lambda _: social.init(N, event_keys))(jnp.arange(Ee))
+        seat_of = jnp.broadcast_to(row, (Ee, N)).reshape(-1)
+
+        def step(carry, key):
+            obs, state, hidden, reset, acc, total, sums, counts = carry
+            key_act, key_script, key_env = jax.random.split(key, 3)
+            obs_seat = jax.tree_util.tree_map(lambda x: jnp.swapaxes(x, 0, 1), obs)  # (N, Ee, ...)
+            hidden, act, _ = jax.vmap(learner.act, in_axes=(0, 0, 0, 0, 0, None))(
+                seat_states, hidden, obs_seat, reset, jax.random.split(key_act, N), 1.0
+            )
+            actions = jnp.swapaxes(act, 0, 1).reshape(-1)
+            obs_flat = jax.tree_util.tree_map(lambda x: x.reshape(Ee * N, *x.shape[2:]), obs)
+            for s, (m, k) in enumerate(zip(members, jax.random.split(key_script, max(len(members), 1)))):
+                actions = jnp.where(seat_of == L + s, m.act(k, slots[s], obs_flat), actions)
+            obs, state, reward, done, info = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
+                jax.random.split(key_env, Ee), state, actions.reshape(Ee, N), params
+            )
+            raw = info.get("raw_reward", reward)
+            acc, last, ended = jax.vmap(social.update)(acc, raw, done, info)
+            for_metric = {k: jnp.where(ended & jnp.isfinite(last[k]), last[k], 0.0).sum() for k in SOCIAL_KEYS}
+            n_metric = {k: (ended & jnp.isfinite(last[k])).sum() for k in SOCIAL_KEYS}
+            sums = {k: sums[k] + for_metric[k] for k in SOCIAL_KEYS}
+            counts = {k: counts[k] + n_metric[k] for k in SOCIAL_KEYS}
+            reset = jnp.broadcast_to(done[None, :], (N, Ee))
+            return (obs, state, hidden, reset, acc, total + raw.sum(axis=0), sums, counts), None
+
+        zeros = {k: jnp.zeros((), jnp.float32) for k in SOCIAL_KEYS}
+        init = (obs, state, hidden, reset, acc, jnp.zeros((N,), jnp.float32), zeros, {k: jnp.zeros((), jnp.int32) for k in SOCIAL_KEYS})
+        (_, _, _, _, _, total, sums, counts), _ = jax.lax.scan(step, init, jax.random.split(key_run, Te))
+        rate = total / (Ee * Te)  # (N,) reward per step per seat
+        metrics = {k: sums[k] / jnp.where(counts[k] > 0, counts[k], jnp.nan) for k in SOCIAL_KEYS}
+        return rate, metrics
+
+    def play_rows(states, rows, key):
+        return jax.vmap(play, in_axes=(None, 0, 0))(states, rows, jax.random.split(key, rows.shape[0]))
+
+    def evaluate(states, key, seating_rows):
+        """All scenarios in one batch (one compiled scan, not one per kind)."""
+        blocks = []  # (name, rows)
+        if N >= 2 and L <= MAX_CROSSPLAY:
+            i, j = np.meshgrid(np.arange(L), np.arange(L), indexing="ij")
+            blocks.append(("cross", jnp.asarray(np.concatenate([i.reshape(-1, 1), np.repeat(j.reshape(-1, 1), N - 1, axis=1)], axis=1), jnp.int32)))
+        blocks.append(("population", jnp.asarray(seating_rows, jnp.int32)))
+        if background:
+            focal = (np.arange(L)[:, None] + np.arange(num_focal)[None, :]) % L
+            bg = B0 + (np.arange(N - num_focal) % len(background))
+            blocks.append(("focal", jnp.asarray(np.concatenate([focal, np.tile(bg, (L, 1))], axis=1), jnp.int32)))
+        rows = jnp.concatenate([r for _, r in blocks])
+        rate, m = play_rows(states, rows, key)
+        out, start = {}, 0
+        for name, r in blocks:
+            stop = start + r.shape[0]
+            rate_b, m_b = rate[start:stop], {k: v[start:stop] for k, v in m.items()}
+            start = stop
+            if name == "cross":
+                out["eval/crossplay"] = rate_b[:, 0].reshape(L, L)
+            elif name == "population":
+                P = L + len(scripted)
+                flat_rows = r.reshape(-1)
+                per_member = jax.ops.segment_sum(rate_b.reshape(-1), flat_rows, P)
+                held = jax.ops.segment_sum(jnp.ones_like(rate_b.reshape(-1)), flat_rows, P)
+                out["eval/reward_rate"] = per_member / jnp.where(held > 0, held, jnp.nan)
+                out.update({f"eval/{k}": jnp.nanmean(v) for k, v in m_b.items()})
+            else:
+                out["eval/focal_reward_rate"] = rate_b[:, :num_focal].mean(axis=1)
+                out["eval/background_reward_rate"] = rate_b[:, num_focal:].mean(axis=1)
+                out.update({f"eval/focal/{k}": jnp.nanmean(v) for k, v in m_b.items()})
+        return out
+
+    return evaluate

@@ -1,0 +1,135 @@
+"""Many runs in one compiled call: seeds x hyperparameter grid, vmapped and sharded.
+
+    result = sj.train.run(env, config, seeds=64)
+
+runs ``train`` for every (grid point, seed) pair as one ``jit(vmap(train))`` call whose
+batch axis is sharded over a ``jax.sharding.Mesh`` of all local devices. Each run's key is
+``fold_in(key(base_seed), seed)``: it depends on the seed alone, never on the run's
+position in the batch, so a run gives the same bits alone, in a batch of a thousand, or
+sharded over eight devices. A batch that does not divide over the devices is padded
+with copies of its last run, and the copies are dropped from the result. Each device
+gets at least two runs (a lone run is padded), because XLA compiles a batch of one
+differently and the bits would change.
+
+Across hosts, call ``jax.distributed.initialize()`` first (before any other JAX call) on
+every host and pass ``devices=jax.devices()``: the mesh then spans all hosts' devices,
+and each host must run the same program (the standard JAX multi-controller model).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from socialjax.train.config import TrainConfig
+from socialjax.train.population import make_train
+from socialjax.train.progress import Progress
+
+
+MIN_PER_DEVICE = 2
+
+
+@dataclasses.dataclass
+class RunResult:
+    """Results of :func:`run`, every array with leading axes ``(G, S)``: grid point, seed.
+
+    ``metrics``: numpy arrays (see :func:`socialjax.train.make_train`); ``states``: the
+    trained :class:`~socialjax.train.population.TrainState` (numpy leaves);
+    ``grid``: ``{hyperparameter: (G,)}``; ``seeds``: ``(S,)``; ``nan_runs``: a line per
+    run whose learning halted on a non-finite loss."""
+
+    config: TrainConfig
+    env_name: str
+    seeds: np.ndarray
+    grid: dict[str, np.ndarray]
+    metrics: dict[str, np.ndarray]
+    states: Any
+    nan_runs: list[str]
+    seconds: float
+
+    @property
+    def num_runs(self) -> int:
+        return int(len(self.seeds) * len(next(iter(self.grid.values()))))
+
+
+def run_keys(seeds: Sequence[int], base_seed: int = 0) -> jax.Array:
+    """One key per seed: ``fold_in(key(base_seed), seed)``."""
+    base = jax.random.key(base_seed)
+    return jax.vmap(lambda s: jax.random.fold_in(base, s))(jnp.asarray(seeds, jnp.uint32))
+
+
+def run(
+    env,
+    config: TrainConfig,
+    seeds: int | Sequence[int] = 1,
+    *,
+    params=None,
+    base_seed: int = 0,
+    devices: Sequence[jax.Device] | None = None,
+    progress: bool | Progress = True,
+    label: str = "",
+) -> RunResult:
+    """Train ``len(grid) x len(seeds)`` runs in one compiled, sharded call."""
+    import time
+
+    seeds = np.arange(seeds) if isinstance(seeds, (int, np.integer)) else np.asarray(list(seeds))
+    if seeds.ndim != 1 or seeds.size == 0 or not np.issubdtype(seeds.dtype, np.integer) or np.any(seeds < 0):
+        raise ValueError(f"seeds must be a positive count or a list of non-negative ints, got {seeds!r}")
+    if len(set(seeds.tolist())) != len(seeds):
+        raise ValueError("seeds must be distinct (a repeated seed repeats the same run)")
+    config.validate()
+    grid = config.hparam_grid()
+    G, S = len(next(iter(grid.values()))), len(seeds)
+    R = G * S
+    devices = list(devices) if devices is not None else jax.local_devices()
+    D = len(devices)
+    # at least MIN_PER_DEVICE runs per device: XLA compiles a batch of one differently
+    # (the batch axis is squeezed), which changes the floating-point bits
+    padded = max(-(-R // D), MIN_PER_DEVICE) * D
+    index = np.minimum(np.arange(padded), R - 1)  # pad with copies of the last run
+    run_seeds = np.tile(seeds, G)[index]
+    run_grid = {k: np.repeat(v, S)[index] for k, v in grid.items()}
+
+    if isinstance(progress, Progress):
+        prog = progress
+    elif progress and config.log_every:
+        prog = Progress(config.num_updates, padded, label=label, format_line=_line)
+    else:
+        prog = None
+    train = make_train(env, config, params=params, progress=prog)
+
+    mesh = Mesh(np.asarray(devices), ("runs",))
+    shard = NamedSharding(mesh, PartitionSpec("runs"))
+    keys = jax.device_put(run_keys(run_seeds, base_seed), shard)
+    hparams = {k: jax.device_put(jnp.asarray(v), shard) for k, v in run_grid.items()}
+    # shard_map, not automatic partitioning: every device runs exactly the single-device
+    # program on its slice of runs, so the floating-point bits do not depend on the mesh
+    spec = PartitionSpec("runs")
+    batched = jax.jit(jax.shard_map(jax.vmap(train), mesh=mesh, in_specs=(spec, spec), out_specs=spec, check_vma=False))
+    start = time.perf_counter()
+    states, metrics = batched(keys, hparams)
+    metrics = jax.tree_util.tree_map(lambda x: np.asarray(x)[:R].reshape(G, S, *x.shape[1:]), metrics)
+    states = jax.tree_util.tree_map(lambda x: np.asarray(x)[:R].reshape(G, S, *x.shape[1:]), states)
+    seconds = time.perf_counter() - start
+    nan_runs = []
+    for g in range(G):
+        for s in range(S):
+            u = int(metrics["nan_update"][g, s])
+            if u >= 0:
+                point = ", ".join(f"{k}={grid[k][g]:g}" for k in config.sweep_axes())
+                where = f"grid point {g} ({point}), " if point else ""
+                nan_runs.append(
+                    f"{where}seed {int(seeds[s])}: non-finite loss at update {u} "
+                    f"(learner {int(metrics['nan_member'][g, s])}); its updates stopped there"
+                )
+    name = getattr(env, "name", None) or type(getattr(env, "unwrapped", env)).__name__
+    return RunResult(config, str(name), seeds, grid, metrics, states, nan_runs, seconds)
+
+
+def _line(step: int, values: dict[str, np.ndarray]) -> str:
+    return f"reward/step {np.nanmean(values['reward']):.3f}  return {np.nanmean(values['ret']):.3f}"
