@@ -112,12 +112,42 @@ class GRUCore(nn.Module):
     @nn.compact
     def __call__(self, carry: jax.Array, x: jax.Array, reset: jax.Array) -> tuple[jax.Array, jax.Array]:
         carry = jnp.where(reset[:, None], jnp.zeros_like(carry), carry)
-        carry, y = nn.GRUCell(self.hidden)(carry, x)
+        carry, y = nn.GRUCell(self.hidden, recurrent_kernel_init=orthogonal())(carry, x)
         return carry, y
 
 
-def _orth(scale: float):
-    return nn.initializers.orthogonal(scale)
+def orthogonal(scale: float = 1.0):
+    """Orthogonal initialiser (Saxe et al. 2014) computed with Gram-Schmidt in plain
+    ``jnp``, not with LAPACK's QR.
+
+    Flax's own ``orthogonal`` calls LAPACK ``geqrf`` through an XLA custom call. Batched
+    over population members inside a compiled loop, that call deadlocks jaxlib 0.10's CPU
+    runtime on small machines (the QR kernel waits for worker threads that are all busy
+    running it; seen on 2 cores). Gram-Schmidt on Gaussian columns gives the same
+    distribution (the Q factor with a positive-diagonal R is Haar-distributed), using
+    matrix products only. The weight is ``scale`` times a matrix with orthonormal
+    columns (or rows, when it is wider than tall), like Flax's.
+    """
+
+    def init(key, shape, dtype=jnp.float32):
+        rows = int(np.prod(shape[:-1]))
+        cols = int(shape[-1])
+        m, k = max(rows, cols), min(rows, cols)
+        a = jax.random.normal(key, (m, k), jnp.float32)
+        q = jnp.zeros((m, k), jnp.float32)
+
+        def column(q, j):
+            v = a[:, j]
+            for _ in range(2):  # twice is enough for orthogonality to float32 precision
+                v = v - q @ (q.T @ v)
+            return q.at[:, j].set(v / jnp.linalg.norm(v)), None
+
+        q, _ = jax.lax.scan(column, q, jnp.arange(k))
+        if rows < cols:
+            q = q.T
+        return (scale * q).reshape(shape).astype(dtype)
+
+    return init
 
 
 class ActorCritic(nn.Module):
@@ -135,8 +165,8 @@ class ActorCritic(nn.Module):
         x = Encoder(self.spec, self.hidden, self.embed_dim, self.channels)(obs)
         if self.recurrent:
             hidden, x = GRUCore(self.hidden)(hidden, x, reset)
-        logits = nn.Dense(self.num_actions, kernel_init=_orth(0.01))(nn.relu(nn.Dense(self.hidden)(x)))
-        value = nn.Dense(1, kernel_init=_orth(1.0))(nn.relu(nn.Dense(self.hidden)(x)))
+        logits = nn.Dense(self.num_actions, kernel_init=orthogonal(0.01))(nn.relu(nn.Dense(self.hidden)(x)))
+        value = nn.Dense(1, kernel_init=orthogonal(1.0))(nn.relu(nn.Dense(self.hidden)(x)))
         return hidden, (logits, value[:, 0])
 
 

@@ -3,12 +3,14 @@
 - :class:`TrainConfig` (:mod:`.config`): one frozen dataclass for a whole experiment.
 - :func:`make_train` (:mod:`.population`): ``train(key, hparams=None)``, pure and jittable.
 - :func:`run` (:mod:`.run`): seeds x hyperparameter grid in one vmapped, sharded call.
+- :func:`play` (:mod:`.playback`): roll out (and render) a trained population.
 - presets (:mod:`.presets`): named experiments for ``socialjax train``.
 - :mod:`.cultural_evolution`: the donor game's cultural evolution (``donor-evolution``).
 """
 
 from socialjax.train.config import TrainConfig
 from socialjax.train.population import TrainState, make_train
+from socialjax.train.playback import Playback, as_run, play
 from socialjax.train.run import RunResult, run, run_keys
 
-__all__ = ["RunResult", "TrainConfig", "TrainState", "make_train", "run", "run_keys"]
+__all__ = ["Playback", "RunResult", "TrainConfig", "TrainState", "as_run", "make_train", "play", "run", "run_keys"]

@@ -1,0 +1,158 @@
+"""Play a trained population: one compiled rollout of a chosen seating, with the
+learners' recurrent state carried, and every state optionally rendered.
+
+    train = sj.train.make_train(env, config)
+    state, metrics = jax.jit(train)(jax.random.key(0))
+    out = sj.train.play(train, state.learners, jax.random.key(1), num_steps=200, render=True)
+    sj.viz.save_gif(out.frames, "trained.gif")
+    out.rewards.sum(axis=0)              # (N,) return of each seat over the rollout
+
+A seating ``row`` ``(N,) int`` names the member in each seat: learners ``0 .. L-1``,
+then the population's scripted members (``L ..``). By default it is the training
+seating (fixed modes) or learner ``i mod L`` in seat ``i`` (random seating). Learners
+act by sampling their policy (``greedy=False``) or by its most likely action
+(actor-critic) / highest Q-value (DQN) with ``greedy=True``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import partial
+from typing import Any, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from socialjax.viz.video import _render, can_render
+
+
+@dataclasses.dataclass
+class Playback:
+    """What :func:`play` returns (numpy arrays): ``rewards`` ``(T, N)``, ``actions``
+    ``(T, N)``, ``dones`` ``(T,)``, and ``frames`` ``(T + 1, 8 H, 8 W, 3) uint8`` (the
+    reset state, then the state after each step) when rendered, else ``None``."""
+
+    row: np.ndarray
+    rewards: np.ndarray
+    actions: np.ndarray
+    dones: np.ndarray
+    frames: np.ndarray | None
+
+
+def default_row(train) -> np.ndarray:
+    """The seating :func:`play` uses when none is given (see the module docstring)."""
+    plan = train.plan
+    if not plan.dynamic:
+        return np.asarray(plan.static_assign[0], np.int32)
+    return (np.arange(plan.num_seats) % plan.num_learners).astype(np.int32)
+
+
+def check_row(train, row: Sequence[int] | None) -> np.ndarray:
+    """``row`` as an ``(N,) int32`` array of valid member indices (ValueError if not)."""
+    plan = train.plan
+    if row is None:
+        return default_row(train)
+    row = np.asarray(row)
+    if row.shape != (plan.num_seats,) or not np.issubdtype(row.dtype, np.integer):
+        raise ValueError(f"row must be {plan.num_seats} member indices (one per seat), got {row.tolist()}")
+    if row.min() < 0 or row.max() >= plan.num_members:
+        raise ValueError(
+            f"row refers to members 0..{plan.num_members - 1} ({plan.num_learners} learners, "
+            f"{plan.num_scripted} scripted), got {row.tolist()}"
+        )
+    return row.astype(np.int32)
+
+
+def play(
+    train,
+    learners,
+    key: jax.Array,
+    num_steps: int,
+    *,
+    row: Sequence[int] | None = None,
+    render: bool = False,
+    greedy: bool = False,
+    params=None,
+) -> Playback:
+    """Roll out ``num_steps`` steps of one game with the trained ``learners`` (the
+    ``TrainState.learners`` of one run, leaves with a leading learner axis ``L``).
+
+    ``train`` is the function returned by :func:`~socialjax.train.make_train` (it
+    carries the environment, the learner and the scripted members). Rendering needs a
+    grid game (``env.render``).
+    """
+    env = train.env
+    if isinstance(num_steps, bool) or not isinstance(num_steps, (int, np.integer)) or num_steps < 1:
+        raise ValueError(f"num_steps must be a positive int, got {num_steps!r}")
+    if render and not can_render(env):
+        raise TypeError(f"{getattr(env, 'name', type(env).__name__)} has no render(state): only the grid games render")
+    row = check_row(train, row)
+    leaves = jax.tree_util.tree_leaves(learners.params)
+    if not leaves or leaves[0].shape[0] != train.plan.num_learners:
+        raise ValueError(
+            f"learners must be the states of one run, with a leading axis of {train.plan.num_learners} learners; "
+            "index a batched result first (e.g. jax.tree.map(lambda x: x[g, s], result.states.learners))"
+        )
+    if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+        key = jax.random.key(int(key))
+    params = env.default_params if params is None else params
+    rewards, actions, dones, frames = _play(
+        train, jax.tree_util.tree_map(jnp.asarray, learners), key, jnp.asarray(row), params, int(num_steps),
+        bool(render), bool(greedy),
+    )
+    return Playback(
+        row=row,
+        rewards=np.asarray(rewards),
+        actions=np.asarray(actions),
+        dones=np.asarray(dones),
+        frames=None if frames is None else np.asarray(frames),
+    )
+
+
+@partial(jax.jit, static_argnames=("train", "num_steps", "render", "greedy"))
+def _play(train, learners, key, row, params, num_steps: int, render: bool, greedy: bool):
+    env, learner, scripted = train.env, train.learner, train.scripted
+    N, L = env.num_agents, train.plan.num_learners
+    seat_states = jax.tree_util.tree_map(lambda x: x[jnp.clip(row, 0, L - 1)], learners)  # (N, ...)
+    key_reset, key_slots, key_run = jax.random.split(key, 3)
+    obs, state = env.reset(key_reset, params)
+    slots = tuple(m.init_slot(k, N) for m, k in zip(scripted, jax.random.split(key_slots, max(len(scripted), 1))))
+    hidden = jnp.zeros((N, 1, learner.hidden_size), jnp.float32)
+    reset = jnp.ones((N, 1), bool)
+
+    def act_one(st, h, o, r, k):
+        """One seat's learner on a batch of one observation."""
+        o1 = jax.tree_util.tree_map(lambda x: x[None], o)
+        if greedy:
+            h, out = learner.net.apply(st.params, h, o1, r)
+            logits = out[0] if isinstance(out, tuple) else out
+            return h, jnp.argmax(logits, axis=-1).astype(jnp.int32)
+        h, a, _ = learner.act(st, h, o1, r, k, 1.0)
+        return h, a
+
+    def step(carry, key_t):
+        obs, state, hidden, reset = carry
+        key_act, key_script, key_env = jax.random.split(key_t, 3)
+        hidden, act = jax.vmap(act_one)(seat_states, hidden, obs, reset, jax.random.split(key_act, N))
+        actions = act[:, 0]
+        for s, (m, k) in enumerate(zip(scripted, jax.random.split(key_script, max(len(scripted), 1)))):
+            actions = jnp.where(row == L + s, m.act(k, slots[s], obs), actions)
+        obs, state, reward, done, info = env.step(key_env, state, actions, params)
+        raw = info.get("raw_reward", reward) if isinstance(info, dict) else reward
+        frame = _render(env, state) if render else None
+        reset = jnp.broadcast_to(done, (N, 1))
+        return (obs, state, hidden, reset), (raw, actions, done, frame)
+
+    first = _render(env, state)[None] if render else None
+    _, (rewards, actions, dones, frames) = jax.lax.scan(
+        step, (obs, state, hidden, reset), jax.random.split(key_run, num_steps)
+    )
+    if render:
+        frames = jnp.concatenate([first, frames])
+    return rewards, actions, dones, frames
+
+
+def as_run(tree: Any, *index: int) -> Any:
+    """Pick one run out of batched results: ``as_run(result.states.learners, g, s)``."""
+    return jax.tree_util.tree_map(lambda x: np.asarray(x)[index], tree)
