@@ -16,6 +16,12 @@ Names understood by :func:`make_scripted` (``socialjax train ... --scripted NAME
   the memory-one strategies ``allc``, ``alld``, ``tft``, ``wsls``, ``grim``, ``gtft``,
   ``random_strategy`` (a coin flip each round) and ``random_memory_one`` (a memory-one
   strategy drawn uniformly per seating, the co-players of Weis et al.).
+- gridworlds (Harvest, Clean Up, Gathering): ``harvester`` walks towards the nearest
+  apple in its view and eats it (a greedy harvester that never zaps); in Clean Up,
+  ``cleaner`` walks towards the nearest dirt and fires its cleaning beam whenever some
+  dirt lies in the beam's footprint (an "always clean" bot). Both read only
+  their own egocentric code observation; with nothing in view they walk forward or
+  turn at random.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from socialjax.agents import memory_one
 from socialjax.core.spaces import Discrete
@@ -39,6 +46,7 @@ MEMORY_ONE = {
     "random_strategy": memory_one.RANDOM,
 }
 GENERIC = ("random", "noop")
+GRID_BOTS = ("harvester", "cleaner")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,7 +63,22 @@ def scripted_names(env) -> tuple[str, ...]:
     names = list(GENERIC)
     if _is_two_player_matrix(env):
         names += [*MEMORY_ONE, "random_memory_one"]
+    if _is_grid(env):
+        names.append("harvester")
+        if _grid_base(env).clean_rays is not None:
+            names.append("cleaner")
     return tuple(names)
+
+
+def _grid_base(env):
+    return getattr(env, "unwrapped", env)
+
+
+def _is_grid(env) -> bool:
+    from socialjax.envs.grid.base import GridEnv
+
+    base = _grid_base(env)
+    return isinstance(base, GridEnv) and base.obs_mode == "codes"
 
 
 def _is_two_player_matrix(env) -> bool:
@@ -92,4 +115,68 @@ def make_scripted(name: str, env) -> Scripted:
             return Scripted(name, lambda key, batch: memory_one.random_memory_one(key, (batch,)), act)
         strategy = jnp.asarray(MEMORY_ONE[name], jnp.float32)
         return Scripted(name, lambda key, batch: jnp.broadcast_to(strategy, (batch, strategy.shape[0])), act)
+    if name in GRID_BOTS:
+        if name not in scripted_names(env):
+            raise ValueError(
+                f"scripted member {name!r} needs a gridworld with code observations"
+                f"{' and a cleaning beam (Clean Up)' if name == 'cleaner' else ''}; available for {env!r}: "
+                f"{scripted_names(env)}"
+            )
+        return Scripted(name, _no_slot, _grid_bot(_grid_base(env), name))
     raise ValueError(f"unknown scripted member {name!r} for {env!r}; available: {scripted_names(env)}")
+
+
+def _grid_bot(env, name: str) -> Callable:
+    """The act function of a greedy gridworld bot (see the module docstring).
+
+    In the egocentric window the bot stands on row ``ahead``, column ``side``, facing
+    up. It picks the nearest target cell (Manhattan distance; ties go to the first in
+    row-major order, i.e. the farthest ahead), and steps along the longer axis of the
+    offset: forward/backward, else strafe left/right. The cleaner fires instead when any
+    dirt cell in view lies on the cleaning beam's rays (walls and agents that would
+    stop the beam are not checked).
+    """
+    from socialjax.envs.grid import constants as C
+
+    table = np.asarray(env.action_table)
+    ahead, _, side = env.view
+
+    def action_of(move: int, turn: int = 0, beam: int = C.NO_BEAM) -> int:
+        hits = np.flatnonzero((table[:, 0] == move) & (table[:, 1] == turn) & (table[:, 2] == beam))
+        if hits.size == 0:
+            raise ValueError(f"{env!r} has no action for move={move}, turn={turn}, beam={beam}")
+        return int(hits[0])
+
+    forward, backward = action_of(C.FORWARD), action_of(C.BACKWARD)
+    left, right = action_of(C.LEFT), action_of(C.RIGHT)
+    wander = jnp.asarray([forward, forward, action_of(C.NO_MOVE, -1), action_of(C.NO_MOVE, 1)], jnp.int32)
+    target = C.DIRT if name == "cleaner" else C.APPLE
+    clean = action_of(C.NO_MOVE, 0, C.CLEAN) if name == "cleaner" else -1
+    V, W = env.offsets.shape[1:3]
+    footprint = np.zeros((V, W), bool)  # window cells the cleaning beam can reach
+    if name == "cleaner":
+        for (f, lateral), ok in zip(env.clean_rays.frame.reshape(-1, 2), env.clean_rays.valid.reshape(-1)):
+            if ok and 0 <= ahead - f < V and 0 <= side + lateral < W:
+                footprint[ahead - f, side + lateral] = True
+    footprint = jnp.asarray(footprint.reshape(-1))
+    dr = jnp.arange(V)[:, None] - ahead + 0 * jnp.arange(W)[None, :]  # < 0: ahead
+    dc = jnp.arange(W)[None, :] - side + 0 * jnp.arange(V)[:, None]  # > 0: to the right
+    dist = (jnp.abs(dr) + jnp.abs(dc)).reshape(-1)
+
+    def act(key, slot, obs):
+        grid = obs["grid"].reshape(obs["grid"].shape[0], -1)  # (B, V * W)
+        found = grid == target
+        best = jnp.argmin(jnp.where(found, dist[None, :], jnp.iinfo(jnp.int32).max), axis=1)
+        any_found = found.any(axis=1)
+        r, c = dr.reshape(-1)[best], dc.reshape(-1)[best]
+        move = jnp.where(
+            jnp.abs(r) >= jnp.abs(c),
+            jnp.where(r < 0, forward, backward),
+            jnp.where(c > 0, right, left),
+        )
+        if name == "cleaner":
+            move = jnp.where(jnp.any(found & footprint[None, :], axis=1), clean, move)
+        roam = wander[jax.random.randint(key, (grid.shape[0],), 0, wander.shape[0])]
+        return jnp.where(any_found, move, roam).astype(jnp.int32)
+
+    return act
