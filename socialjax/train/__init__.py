@@ -5,12 +5,16 @@
 - :func:`run` (:mod:`.run`): seeds x hyperparameter grid in one vmapped, sharded call.
 - :func:`play` (:mod:`.playback`): roll out (and render) a trained population.
 - presets (:mod:`.presets`): named experiments for ``socialjax train``.
+- :func:`save_run` / :func:`load_run` (:mod:`.results`): metrics, config, checkpoint,
+  curves and summary of a run on disk, and back.
 - :mod:`.cultural_evolution`: the donor game's cultural evolution (``donor-evolution``).
 """
 
 from socialjax.train.config import TrainConfig
 from socialjax.train.population import TrainState, make_train
 from socialjax.train.playback import Playback, as_run, play
+from socialjax.train.results import LoadedRun, load_run, save_run
 from socialjax.train.run import RunResult, run, run_keys
 
-__all__ = ["Playback", "RunResult", "TrainConfig", "TrainState", "as_run", "make_train", "play", "run", "run_keys"]
+__all__ = ["LoadedRun", "Playback", "RunResult", "TrainConfig", "TrainState", "as_run", "load_run", "make_train",
+           "play", "run", "run_keys", "save_run"]

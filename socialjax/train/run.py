@@ -8,8 +8,9 @@ batch axis is sharded over a ``jax.sharding.Mesh`` of all local devices. Each ru
 position in the batch, so a run gives the same bits alone, in a batch of a thousand, or
 sharded over eight devices. A batch that does not divide over the devices is padded
 with copies of its last run, and the copies are dropped from the result. Each device
-gets at least two runs (a lone run is padded), because XLA compiles a batch of one
-differently and the bits would change.
+gets at least four runs (a lone run is padded), because XLA's CPU backend compiles
+batches of one to three differently (measured: PPO in the IPD gave other bits at
+batch sizes 1, 2 and 3 than at 4, 5, 6, 8 and 16).
 
 Across hosts, call ``jax.distributed.initialize()`` first (before any other JAX call) on
 every host and pass ``devices=jax.devices()``: the mesh then spans all hosts' devices,
@@ -31,7 +32,7 @@ from socialjax.train.population import make_train
 from socialjax.train.progress import Progress
 
 
-MIN_PER_DEVICE = 2
+MIN_PER_DEVICE = 4
 
 
 @dataclasses.dataclass
@@ -41,7 +42,8 @@ class RunResult:
     ``metrics``: numpy arrays (see :func:`socialjax.train.make_train`); ``states``: the
     trained :class:`~socialjax.train.population.TrainState` (numpy leaves);
     ``grid``: ``{hyperparameter: (G,)}``; ``seeds``: ``(S,)``; ``nan_runs``: a line per
-    run whose learning halted on a non-finite loss."""
+    run whose learning halted on a non-finite loss; ``seconds``: wall time of the call,
+    compilation included; ``compile_seconds``: the part spent compiling."""
 
     config: TrainConfig
     env_name: str
@@ -51,6 +53,7 @@ class RunResult:
     states: Any
     nan_runs: list[str]
     seconds: float
+    compile_seconds: float = 0.0
 
     @property
     def num_runs(self) -> int:
@@ -88,8 +91,8 @@ def run(
     R = G * S
     devices = list(devices) if devices is not None else jax.local_devices()
     D = len(devices)
-    # at least MIN_PER_DEVICE runs per device: XLA compiles a batch of one differently
-    # (the batch axis is squeezed), which changes the floating-point bits
+    # at least MIN_PER_DEVICE runs per device: XLA compiles batches of one to three
+    # differently (a batch of one is squeezed; 2 and 3 gave other bits than 4+ on CPU)
     padded = max(-(-R // D), MIN_PER_DEVICE) * D
     index = np.minimum(np.arange(padded), R - 1)  # pad with copies of the last run
     run_seeds = np.tile(seeds, G)[index]
@@ -112,7 +115,9 @@ def run(
     spec = PartitionSpec("runs")
     batched = jax.jit(jax.shard_map(jax.vmap(train), mesh=mesh, in_specs=(spec, spec), out_specs=spec, check_vma=False))
     start = time.perf_counter()
-    states, metrics = batched(keys, hparams)
+    compiled = batched.lower(keys, hparams).compile()
+    compile_seconds = time.perf_counter() - start
+    states, metrics = compiled(keys, hparams)
     metrics = jax.tree_util.tree_map(lambda x: np.asarray(x)[:R].reshape(G, S, *x.shape[1:]), metrics)
     states = jax.tree_util.tree_map(lambda x: np.asarray(x)[:R].reshape(G, S, *x.shape[1:]), states)
     seconds = time.perf_counter() - start
@@ -128,8 +133,9 @@ def run(
                     f"(learner {int(metrics['nan_member'][g, s])}); its updates stopped there"
                 )
     name = getattr(env, "name", None) or type(getattr(env, "unwrapped", env)).__name__
-    return RunResult(config, str(name), seeds, grid, metrics, states, nan_runs, seconds)
+    return RunResult(config, str(name), seeds, grid, metrics, states, nan_runs, seconds, compile_seconds)
 
 
 def _line(step: int, values: dict[str, np.ndarray]) -> str:
-    return f"reward/step {np.nanmean(values['reward']):.3f}  return {np.nanmean(values['ret']):.3f}"
+    ret = values["ret"][np.isfinite(values["ret"])]  # NaN in runs where no episode ended this update
+    return f"reward/step {np.nanmean(values['reward']):.3f}  return {f'{ret.mean():.3f}' if ret.size else '-'}"
