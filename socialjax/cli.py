@@ -1,8 +1,12 @@
-"""Command line: ``socialjax envs | train | render``.
+"""Command line: ``socialjax envs | train | evaluate | render``.
 
-``socialjax train donor-evolution`` is the README's main job: cultural evolution of
-parametric donor-game strategies for many seeds in one compiled call. ``socialjax render
---env cleanup --out cleanup.gif`` renders a random rollout of a grid game to a GIF / MP4.
+``socialjax train PRESET`` trains a population (presets: :mod:`socialjax.train.presets`;
+``--set field=value`` overrides any :class:`~socialjax.train.TrainConfig` field, a list
+value is a sweep) and writes metrics, a checkpoint, learning curves and a summary;
+``socialjax train donor-evolution`` runs the cultural evolution of donor-game
+strategies. ``socialjax evaluate DIR`` plays a trained population from its checkpoint;
+``socialjax render --env cleanup --out cleanup.gif`` renders a random rollout of a grid
+game to a GIF / MP4, and ``--checkpoint DIR`` renders the trained population instead.
 """
 
 from __future__ import annotations
@@ -52,11 +56,30 @@ def _option(text: str) -> tuple[str, object]:
         return key.strip(), value.strip()
 
 
+def _ints(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+
+
+def _run_index(text: str) -> tuple[int, int]:
+    """``G,S``: grid point and seed index of one run."""
+    parts = text.split(",")
+    try:
+        g, s = (int(p) for p in parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected G,S (grid point, seed index), got {text!r}") from None
+    if g < 0 or s < 0:
+        raise argparse.ArgumentTypeError(f"expected non-negative G,S, got {text!r}")
+    return g, s
+
+
 RENDER_POLICIES = ("random", "noop")
 
-PRESETS = {
-    "donor-evolution": "cultural evolution of parametric donor strategies (Vallinder & Hughes 2024 setting)",
-}
+DONOR_DEFAULTS = dict(generations=10, multipliers=(1.5, 2.0, 3.0), schedule="released")
+DONOR_FLAGS = ("generations", "multipliers", "schedule", "punishment")
+POPULATION_FLAGS = (("overrides", "--set"), ("env_options", "--env-option"), ("updates", "--updates"))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -65,32 +88,73 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("envs", help="list the registered environments")
 
-    train = sub.add_parser("train", help="run a preset experiment", description="Presets: " + "; ".join(
-        f"{k}: {v}" for k, v in PRESETS.items()))
-    train.add_argument("preset", choices=sorted(PRESETS), help="experiment preset")
-    train.add_argument("--seeds", type=_positive_int, default=256, help="number of seeds (default 256)")
-    train.add_argument("--generations", type=_positive_int, default=10, help="generations (default 10)")
-    train.add_argument("--multipliers", type=_floats, default=(1.5, 2.0, 3.0),
-                       help="donation multipliers g to sweep, comma-separated (default 1.5,2,3)")
-    train.add_argument("--schedule", choices=("released", "alternating"), default="released",
-                       help="pairing schedule (default: the authors' released code)")
-    train.add_argument("--punishment", action="store_true", help="allow costly punishment")
-    train.add_argument("--seed", type=int, default=0, help="base random seed")
+    from socialjax.train.presets import PRESETS
+
+    train = sub.add_parser(
+        "train", help="train a preset experiment (socialjax train --help lists them)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Train a preset: a population of learners in one compiled, vmapped call over seeds (and over "
+                    "hyperparameters given as lists), or donor-evolution. Presets:\n" + "\n".join(
+                        f"  {k:20s} {v.description}" for k, v in PRESETS.items()))
+    train.add_argument("preset", help="preset name (see above)")
+    train.add_argument("--seeds", type=_positive_int, default=None,
+                       help="number of seeds, run as seeds 0..N-1 (default: the preset's)")
+    train.add_argument("--seed", type=int, default=0, help="base random seed: run i uses fold_in(key(SEED), i)")
+    train.add_argument("--set", dest="overrides", type=_option, action="append", default=[], metavar="KEY=VALUE",
+                       help="override a TrainConfig field, repeatable (a Python literal: --set lr=1e-3; "
+                            "a list sweeps: --set lr=[1e-3,3e-3])")
+    train.add_argument("--env-option", dest="env_options", type=_option, action="append", default=[],
+                       metavar="KEY=VALUE",
+                       help="environment option for sj.make, repeatable (--env-option num_agents=2)")
+    train.add_argument("--updates", type=_positive_int, default=None, help="number of updates (= --set num_updates=N)")
     train.add_argument("--out", default=None, help="output folder (default results/<preset>)")
     train.add_argument("--quiet", action="store_true", help="no progress or summary output")
+    donor = train.add_argument_group("donor-evolution only")
+    donor.add_argument("--generations", type=_positive_int, default=None, help="generations (default 10)")
+    donor.add_argument("--multipliers", type=_floats, default=None,
+                       help="donation multipliers g to sweep, comma-separated (default 1.5,2,3)")
+    donor.add_argument("--schedule", choices=("released", "alternating"), default=None,
+                       help="pairing schedule (default: released, the authors' released code)")
+    donor.add_argument("--punishment", action="store_true", default=None, help="allow costly punishment")
+    train.set_defaults(subparser=train)
+
+    evaluate = sub.add_parser(
+        "evaluate", help="play a trained population from a checkpoint folder",
+        description="Reload a folder written by `socialjax train` (config.json, checkpoint.msgpack), rebuild the "
+                    "population and play one game with the trained learners, printing each seat's return.")
+    evaluate.add_argument("dir", help="folder written by socialjax train (--out)")
+    evaluate.add_argument("--run", type=_run_index, default=(0, 0), metavar="G,S",
+                          help="grid point and seed index of the run to play (default 0,0)")
+    evaluate.add_argument("--steps", type=_positive_int, default=None,
+                          help="steps to play (default: the training rollout length)")
+    evaluate.add_argument("--seed", type=int, default=0, help="random seed of the game (default 0)")
+    evaluate.add_argument("--greedy", action="store_true", help="most likely actions instead of sampling")
+    evaluate.add_argument("--row", type=_ints, default=None, metavar="M0,M1,...",
+                          help="the member in each seat: learners 0..L-1, then the scripted members "
+                               "(default: the training seating, or learner i mod L in seat i under random seating)")
+    evaluate.set_defaults(subparser=evaluate)
 
     render = sub.add_parser(
         "render", help="render a rollout of a grid game to a GIF or MP4",
         description="Render a rollout of a grid environment (one compiled scan) to a GIF (Pillow) or an MP4 "
-                    "(needs: pip install \"socialjax[video]\"), chosen by the extension of --out.")
-    render.add_argument("--env", required=True, help="environment name (see `socialjax envs`)")
+                    "(needs: pip install \"socialjax[video]\"), chosen by the extension of --out: random or "
+                    "no-op actions (--env), or a trained population (--checkpoint DIR from socialjax train).")
+    render.add_argument("--env", default=None, help="environment name (see `socialjax envs`)")
+    render.add_argument("--checkpoint", default=None, metavar="DIR",
+                        help="render the trained population saved in DIR (socialjax train --out); the environment "
+                             "comes from the checkpoint")
+    render.add_argument("--run", type=_run_index, default=None, metavar="G,S",
+                        help="with --checkpoint: grid point and seed index of the run (default 0,0)")
+    render.add_argument("--greedy", action="store_true", help="with --checkpoint: most likely actions")
+    render.add_argument("--row", type=_ints, default=None, metavar="M0,M1,...",
+                        help="with --checkpoint: the member in each seat (see socialjax evaluate --help)")
     render.add_argument("--steps", type=_positive_int, default=200, help="steps to roll out (default 200)")
     render.add_argument("--out", required=True, help="output file, .gif or .mp4")
     render.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     render.add_argument("--fps", type=_positive_float, default=10.0, help="frames per second (default 10)")
     render.add_argument("--scale", type=_positive_int, default=2,
                         help="integer upscaling, nearest neighbour (default 2: 16 px per cell)")
-    render.add_argument("--policy", choices=RENDER_POLICIES, default="random",
+    render.add_argument("--policy", choices=RENDER_POLICIES, default=None,
                         help="random: uniformly random actions (default); noop: every agent stands still")
     render.add_argument("--option", type=_option, action="append", default=[], metavar="KEY=VALUE",
                         help="environment option for sj.make, repeatable (e.g. --option num_agents=3)")
@@ -110,27 +174,182 @@ def main(argv: list[str] | None = None) -> int:
         for name, desc in describe_envs().items():
             print(f"{name:16s} {desc}")
         return 0
-    if args.command == "train" and args.preset == "donor-evolution":
-        from socialjax.train.cultural_evolution import run_experiment
-
-        if args.seeds < 2:
-            parser.error("--seeds must be at least 2 to report an interval across seeds")
-        if not args.multipliers or any(g < 0 for g in args.multipliers):
-            parser.error(f"--multipliers must be non-negative numbers, got {args.multipliers}")
-        run_experiment(
-            num_seeds=args.seeds,
-            num_generations=args.generations,
-            multipliers=args.multipliers,
-            out_dir=args.out or f"results/{args.preset}",
-            seed=args.seed,
-            env_options={"schedule": args.schedule, "punishment": args.punishment},
-            verbose=not args.quiet,
-        )
-        return 0
+    if args.command == "train":
+        return _train(args.subparser, args)
+    if args.command == "evaluate":
+        return _evaluate(args.subparser, args)
     if args.command == "render":
         return _render(args.subparser, args)
     parser.error(f"unknown command {args.command!r}")
     return 2
+
+
+# ------------------------------------------------------------------------------ train
+def _train(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """``socialjax train PRESET``: every check runs before anything is compiled."""
+    from socialjax.train.presets import DONOR_EVOLUTION, get_preset
+
+    try:
+        preset = get_preset(args.preset)
+    except ValueError as err:
+        parser.error(str(err))
+    if preset.kind == DONOR_EVOLUTION:
+        return _train_donor(parser, args, preset)
+    given = [f"--{name}" for name in DONOR_FLAGS if getattr(args, name) is not None]
+    if given:
+        parser.error(f"donor-evolution only: {', '.join(given)}; for {preset.name!r} use --set KEY=VALUE")
+    train_preset(parser, args, preset)
+    return 0
+
+
+def _train_donor(parser, args, preset) -> int:
+    from socialjax.train.cultural_evolution import run_experiment
+
+    given = [flag for dest, flag in POPULATION_FLAGS if getattr(args, dest)]
+    if given:
+        parser.error(f"not for donor-evolution: {', '.join(given)}; its flags are "
+                     "--seeds --generations --multipliers --schedule --punishment")
+    seeds = preset.seeds if args.seeds is None else args.seeds
+    multipliers = DONOR_DEFAULTS["multipliers"] if args.multipliers is None else args.multipliers
+    if seeds < 2:
+        parser.error("--seeds must be at least 2 to report an interval across seeds")
+    if not multipliers or any(g < 0 for g in multipliers):
+        parser.error(f"--multipliers must be non-negative numbers, got {multipliers}")
+    run_experiment(
+        num_seeds=seeds,
+        num_generations=DONOR_DEFAULTS["generations"] if args.generations is None else args.generations,
+        multipliers=multipliers,
+        out_dir=args.out or f"results/{preset.name}",
+        seed=args.seed,
+        env_options={"schedule": args.schedule or DONOR_DEFAULTS["schedule"], "punishment": bool(args.punishment)},
+        verbose=not args.quiet,
+    )
+    return 0
+
+
+def config_overrides(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    """``--set`` pairs as ``TrainConfig.replace`` arguments: a list becomes a tuple (a sweep
+    for a numeric hyperparameter); a hyperparameter must be a number or a list of them."""
+    import dataclasses
+
+    from socialjax.train.config import SWEEPABLE, TrainConfig
+
+    sequences = {f.name for f in dataclasses.fields(TrainConfig) if str(f.type).startswith("tuple")}
+    out = {}
+    for key, value in pairs:
+        if isinstance(value, list):
+            value = tuple(value)
+        if key in sequences and isinstance(value, str):
+            raise ValueError(f"--set {key}={value}: {key} takes a list, e.g. --set \"{key}=['a', 'b']\" "
+                             "(quoted, so that the shell keeps the brackets and quotes)")
+        if key in SWEEPABLE:
+            items = value if isinstance(value, tuple) else (value,)
+            if not items or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in items):
+                raise ValueError(f"--set {key}={value!r}: {key} takes a number or a list of numbers (a sweep)")
+        out[key] = value
+    return out
+
+
+def train_preset(parser: argparse.ArgumentParser, args: argparse.Namespace, preset):
+    """Build, check, run and save a population preset; returns the ``RunResult``."""
+    import numpy as np
+
+    overrides = dict(args.overrides)
+    if args.updates is not None:
+        if "num_updates" in overrides:
+            parser.error("give the number of updates once: --updates or --set num_updates=..., not both")
+        overrides["num_updates"] = args.updates
+    try:
+        config = preset.make_config(**config_overrides(list(overrides.items())))
+    except (ValueError, TypeError) as err:
+        parser.error(f"{preset.name}: {err}")
+    env_options = preset.options(**dict(args.env_options))
+    try:
+        env = preset.make_env(**dict(args.env_options))
+    except (ValueError, TypeError) as err:
+        parser.error(f"{preset.name}: {err}")
+    from socialjax.train import population
+
+    try:  # the population against the seats, the batch sizes: errors before compiling
+        population.make_train(env, config)
+    except (ValueError, TypeError) as err:
+        parser.error(f"{preset.name}: {err}")
+
+    import jax
+
+    from socialjax.train import results
+    from socialjax.train.run import run
+
+    seeds = preset.seeds if args.seeds is None else args.seeds
+    out_dir = args.out or f"results/{preset.name}"
+    grid_size = len(next(iter(config.hparam_grid().values())))
+    if not args.quiet:
+        devices = jax.local_devices()
+        sweep = ", ".join(f"{k}=[{', '.join(f'{x:g}' for x in v)}]" for k, v in config.sweep_axes().items())
+        print(f"{preset.name}: {preset.description}\n"
+              f"{grid_size} grid point(s){f' ({sweep})' if sweep else ''} x {seeds} seed(s), "
+              f"{config.num_updates} updates of {config.num_envs} games x {config.rollout_len} steps, on "
+              f"{len(devices)} {devices[0].platform} device(s); compiling...", flush=True)
+    result = run(env, config, seeds=np.arange(seeds), base_seed=args.seed, progress=not args.quiet,
+                 label=preset.name)
+    text = results.save_run(result, out_dir, env_name=preset.env, env_options=env_options, preset=preset.name,
+                            base_seed=args.seed)
+    if not args.quiet:
+        print(text, flush=True)
+    return result
+
+
+# --------------------------------------------------------------------------- evaluate
+def _load(parser: argparse.ArgumentParser, path: str, run_index: tuple[int, int]):
+    from socialjax.train.results import load_run
+
+    try:
+        loaded = load_run(path)
+    except (FileNotFoundError, ValueError, TypeError) as err:
+        parser.error(str(err))
+    g, s = run_index
+    if g >= loaded.grid_size or s >= len(loaded.seeds):
+        parser.error(f"--run {g},{s}: {path} holds {loaded.grid_size} grid point(s) x {len(loaded.seeds)} seed(s) "
+                     f"(G in 0..{loaded.grid_size - 1}, S in 0..{len(loaded.seeds) - 1})")
+    return loaded
+
+
+def _row(parser: argparse.ArgumentParser, train, row):
+    from socialjax.train.playback import check_row
+
+    try:
+        return check_row(train, row)
+    except ValueError as err:
+        parser.error(f"--row: {err}")
+
+
+def _evaluate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """``socialjax evaluate DIR``: play one game with a saved population."""
+    import jax
+    import numpy as np
+
+    from socialjax.train.playback import play
+    from socialjax.train.results import member_names
+
+    loaded = _load(parser, args.dir, args.run)
+    g, s = args.run
+    steps = args.steps or loaded.config.rollout_len
+    train = loaded.train
+    row = _row(parser, train, args.row)
+    out = play(train, loaded.learners(g, s), jax.random.key(args.seed), steps, row=row, greedy=args.greedy)
+    names = member_names(loaded.config, train.plan.num_learners)
+    point = ", ".join(f"{k}={loaded.grid[k][g]:g}" for k in loaded.meta.get("sweep", []))
+    where = f"grid point {g}{f' [{point}]' if point else ''}, seed {int(loaded.seeds[s])}"
+    print(f"{loaded.preset or loaded.env_name} from {loaded.path}: run ({where}); {steps} steps of {loaded.env_name}, "
+          f"{'greedy' if args.greedy else 'sampled'} actions, game seed {args.seed}")
+    returns = out.rewards.sum(axis=0)
+    width = max(len(names[m]) for m in out.row)
+    print(f"{'seat':>4}  {'member':{width}s} {'return':>10s} {'reward/step':>12s}")
+    for seat, (member, ret) in enumerate(zip(out.row, returns)):
+        print(f"{seat:4d}  {names[member]:{width}s} {ret:10.3f} {ret / steps:12.4f}")
+    print(f"collective return {returns.sum():.3f} ({returns.sum() / steps:.4f} per step); "
+          f"episodes finished: {int(np.sum(out.dones))}")
+    return 0
 
 
 def _render(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
@@ -154,6 +373,13 @@ def _render(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         if missing:
             parser.error(f"--out {args.out!r}: MP4 needs {' and '.join(missing)}: {video.MP4_INSTALL_HINT}; "
                          "or write a .gif")
+    if args.checkpoint is not None:
+        return _render_checkpoint(parser, args, out)
+    if args.run is not None or args.greedy or args.row is not None:
+        parser.error("--run, --row and --greedy apply to a trained population: give --checkpoint DIR")
+    if args.env is None:
+        parser.error("give --env NAME (a random or no-op rollout) or --checkpoint DIR (a trained population)")
+    args.policy = args.policy or "random"
     try:
         env = make(args.env, **dict(args.option))
     except (ValueError, TypeError) as err:
@@ -174,6 +400,37 @@ def _render(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     t, h, w, _ = frames.shape
     print(f"wrote {out}: {t} frames ({args.steps} steps of {args.env}, {args.policy} policy, seed {args.seed}), "
           f"{w * args.scale}x{h * args.scale} px, {args.fps:g} fps")
+    return 0
+
+
+def _render_checkpoint(parser: argparse.ArgumentParser, args: argparse.Namespace, out) -> int:
+    """``socialjax render --checkpoint DIR``: the trained population of one run."""
+    import jax
+
+    from socialjax.train.playback import play
+    from socialjax.viz import video
+
+    given = [flag for flag, value in (("--env", args.env), ("--option", args.option), ("--policy", args.policy))
+             if value]
+    if given:
+        parser.error(f"{', '.join(given)} cannot be combined with --checkpoint: the environment and the policies "
+                     "come from the checkpoint")
+    run_index = args.run or (0, 0)
+    loaded = _load(parser, args.checkpoint, run_index)
+    if not video.can_render(loaded.env):
+        parser.error(f"--checkpoint {args.checkpoint!r}: {loaded.env_name} has no rendering (it is not a grid game); "
+                     "use socialjax evaluate to play it")
+    g, s = run_index
+    row = _row(parser, loaded.train, args.row)
+    result = play(loaded.train, loaded.learners(g, s), jax.random.key(args.seed), args.steps, row=row, render=True,
+                  greedy=args.greedy)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    video.save_video(result.frames, out, fps=args.fps, scale=args.scale)
+    t, h, w, _ = result.frames.shape
+    returns = ", ".join(f"{r:g}" for r in result.rewards.sum(axis=0))
+    print(f"wrote {out}: {t} frames ({args.steps} steps of {loaded.env_name}, trained population from "
+          f"{loaded.path}, run ({g}, {s}), {'greedy' if args.greedy else 'sampled'} actions, seed {args.seed}), "
+          f"{w * args.scale}x{h * args.scale} px, {args.fps:g} fps; return per seat: {returns}")
     return 0
 
 

@@ -1,0 +1,251 @@
+"""``socialjax train PRESET``, ``socialjax evaluate DIR`` and ``socialjax render
+--checkpoint DIR``: presets, overrides, errors before compiling, the files a run writes,
+the checkpoint round trip, and playing / rendering a trained population.
+
+Compilation dominates the time here, so one tiny IPD run (a two-point learning-rate
+sweep x 2 seeds x 3 updates) is shared by most tests, and one tiny Harvest run by the
+rendering test."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import io
+import json
+import re
+import time
+from types import SimpleNamespace
+
+import jax
+import numpy as np
+import pytest
+from PIL import Image
+
+from socialjax import cli
+from socialjax.train import population, presets
+from socialjax.train import results as results_mod
+from socialjax.train.results import OUTPUT_FILES, load_run
+
+run_mod = importlib.import_module("socialjax.train.run")  # the module (socialjax.train.run is also a function)
+
+IPD_ARGS = ["train", "ipd-ppo", "--set", "num_updates=3", "--set", "num_envs=4", "--seeds", "2",
+            "--set", "lr=[1e-3, 3e-3]"]
+
+
+def run_cli(argv: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(argv)
+    return code, out.getvalue(), err.getvalue()
+
+
+def cli_error(argv: list[str], capsys) -> str:
+    with pytest.raises(SystemExit) as exc:
+        cli.main(argv)
+    assert exc.value.code == 2
+    return capsys.readouterr().err
+
+
+def train_with_spy(argv: list[str]):
+    """Run ``socialjax train`` and keep the ``RunResult`` that it saved."""
+    kept = {}
+    save = results_mod.save_run
+
+    def spy(result, *args, **kwargs):
+        kept["result"] = result
+        return save(result, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(results_mod, "save_run", spy)
+        code, out, err = run_cli(argv)
+    return SimpleNamespace(code=code, out=out, err=err, result=kept.get("result"))
+
+
+@pytest.fixture(scope="module")
+def ipd_run(tmp_path_factory):
+    out_dir = tmp_path_factory.mktemp("cli_train") / "ipd"
+    ran = train_with_spy(IPD_ARGS + ["--out", str(out_dir)])
+    ran.dir = out_dir
+    return ran
+
+
+@pytest.fixture(scope="module")
+def harvest_run(tmp_path_factory):
+    out_dir = tmp_path_factory.mktemp("cli_train") / "harvest"
+    code, out, err = run_cli([
+        "train", "harvest-ippo-small", "--env-option", "num_agents=2", "--seeds", "1", "--quiet",
+        "--set", "num_updates=1", "--set", "num_envs=1", "--set", "rollout_len=8", "--set", "num_minibatches=1",
+        "--set", "update_epochs=1", "--set", "hidden=8", "--set", "channels=4", "--set", "evaluate=False",
+        "--out", str(out_dir),
+    ])
+    assert code == 0, err
+    return out_dir
+
+
+# ----------------------------------------------------------------------------- errors
+def test_unknown_preset_names_the_presets(capsys):
+    err = cli_error(["train", "ipd_ppo"], capsys)
+    assert "unknown preset 'ipd_ppo'" in err and "Did you mean 'ipd-ppo'" in err
+    for name in presets.PRESETS:
+        assert name in err
+
+
+@pytest.fixture
+def no_compile(monkeypatch):
+    """Fail the test if anything gets as far as building or compiling the loop."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("compiled or built the training loop before reporting the error")
+
+    monkeypatch.setattr(population, "make_train", refuse)
+    monkeypatch.setattr(run_mod, "make_train", refuse)
+    monkeypatch.setattr(run_mod, "run", refuse)
+    monkeypatch.setattr(jax, "jit", refuse)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--set", "nonexistent=1"], "TrainConfig has no field(s) ['nonexistent']"),
+    (["--set", "num_envs=0"], "num_envs must be a positive int, got 0"),
+    (["--set", "lr=[1e-3, -1]"], "lr must lie in [0, inf)"),
+    (["--set", "lr=fast"], "lr takes a number or a list of numbers"),
+    (["--set", "algo='sarsa'"], "algo must be one of"),
+    (["--set", "scripted=[tft]"], "scripted takes a list"),
+    (["--env-option", "num_rounds=0"], "num_rounds must be an int >= 1"),
+    (["--env-option", "colour=1"], "unknown option(s) ['colour']"),
+    (["--generations", "3"], "donor-evolution only: --generations"),
+    (["--updates", "3", "--set", "num_updates=4"], "give the number of updates once"),
+])
+def test_bad_overrides_fail_fast_before_compiling(argv, message, capsys, no_compile):
+    start = time.perf_counter()
+    err = cli_error(["train", "ipd-ppo", *argv], capsys)
+    assert message in err
+    assert time.perf_counter() - start < 10.0
+
+
+def test_population_that_cannot_fill_the_seats_fails_before_compiling(capsys, monkeypatch):
+    monkeypatch.setattr(run_mod, "run", lambda *a, **k: pytest.fail("reached run()"))
+    err = cli_error(["train", "ipd-mixed", "--set", "num_envs=3"], capsys)
+    assert "the population cannot fill the seats" in err
+
+
+def test_donor_evolution_keeps_its_flags(monkeypatch, capsys):
+    import socialjax.train.cultural_evolution as ce
+
+    seen = {}
+    monkeypatch.setattr(ce, "run_experiment", lambda **kwargs: seen.update(kwargs))
+    assert cli.main(["train", "donor-evolution", "--seeds", "8", "--generations", "3", "--multipliers", "2,3",
+                     "--schedule", "alternating", "--punishment", "--out", "somewhere", "--quiet"]) == 0
+    assert seen == dict(num_seeds=8, num_generations=3, multipliers=(2.0, 3.0), out_dir="somewhere", seed=0,
+                        env_options={"schedule": "alternating", "punishment": True}, verbose=False)
+    assert cli.main(["train", "donor-evolution"]) == 0
+    assert seen["num_seeds"] == 256 and seen["num_generations"] == 10 and seen["multipliers"] == (1.5, 2.0, 3.0)
+    assert seen["env_options"] == {"schedule": "released", "punishment": False}
+    assert "not for donor-evolution: --set" in cli_error(["train", "donor-evolution", "--set", "lr=1"], capsys)
+
+
+def test_presets_build_and_validate():
+    for name, preset in presets.PRESETS.items():
+        if preset.kind != presets.POPULATION:
+            continue
+        config = preset.make_config()
+        assert config.log_every == max(1, config.num_updates // presets.PROGRESS_LINES), name
+        population.make_train(preset.make_env(), config)  # builds the plan and learner: no compile
+    paper = presets.get_preset("cleanup-ippo-paper").make_config()
+    assert (paper.num_envs, paper.rollout_len, paper.num_updates) == (256, 1000, 390)
+    assert paper.num_envs * paper.rollout_len * paper.num_updates <= 1e8 < paper.num_envs * paper.rollout_len * 391
+    assert (paper.lr, paper.update_epochs, paper.clip_eps, paper.ent_coef, paper.gamma, paper.gae_lambda) == (
+        5e-4, 2, 0.2, 0.01, 0.99, 0.95)
+
+
+# ------------------------------------------------------------------- a tiny real run
+def test_train_writes_every_output(ipd_run):
+    assert ipd_run.code == 0, ipd_run.err
+    for name in OUTPUT_FILES:
+        assert (ipd_run.dir / name).is_file(), name
+    result = ipd_run.result
+    with np.load(ipd_run.dir / "metrics.npz") as saved:
+        assert set(saved.files) == set(result.metrics) | {"grid/" + k for k in result.grid} | {"seeds"}
+        for name, value in result.metrics.items():
+            np.testing.assert_array_equal(saved[name], value)
+        np.testing.assert_array_equal(saved["grid/lr"], np.float32([1e-3, 3e-3]))
+        np.testing.assert_array_equal(saved["seeds"], [0, 1])
+        assert saved["reward_rate"].shape == (2, 2, 3, 2)  # grid, seed, update, member
+        assert saved["eval/crossplay"].shape == (2, 2, 2, 2)
+    meta = json.loads((ipd_run.dir / "config.json").read_text())
+    assert meta["preset"] == "ipd-ppo" and meta["env"] == "ipd" and meta["env_options"] == {"num_rounds": 100}
+    assert meta["config"]["num_updates"] == 3 and meta["config"]["num_envs"] == 4
+    assert meta["config"]["lr"] == pytest.approx([1e-3, 3e-3]) and meta["seeds"] == [0, 1]
+    with Image.open(ipd_run.dir / "curves.png") as image:
+        image.verify()
+    with Image.open(ipd_run.dir / "curves.png") as image:
+        assert image.format == "PNG" and image.size[0] > 400 and image.size[1] > 200
+
+
+def test_progress_lines_come_from_the_loop_before_the_summary(ipd_run):
+    lines = re.findall(r"^ipd-ppo \[(\d+)/3\] reward/step ([\d.]+)", ipd_run.err, flags=re.M)
+    assert [int(step) for step, _ in lines] == [1, 2, 3]
+    # the progress values are the runs' mean reward per step at that update
+    rr = ipd_run.result.metrics["reward_rate"]  # (G, S, U, P)
+    for (step, value) in lines:
+        assert float(value) == pytest.approx(np.nanmean(rr[:, :, int(step) - 1]), abs=1e-3)
+
+
+def test_summary_is_printed_and_saved(ipd_run):
+    summary = (ipd_run.dir / "summary.txt").read_text()
+    assert summary.strip() in ipd_run.out
+    for text in ("ipd-ppo: ipd (num_rounds=100), PPO, seating independent", "4 run(s) = 2 grid point(s) x 2 seed(s)",
+                 "env-steps/s", "agent-steps/s", "grid point 0: lr=0.001", "grid point 1: lr=0.003",
+                 "learner 0", "learner 1", "efficiency", "equality", "sustainability", "peace",
+                 "self-play (diagonal)", "off-diagonal", "non-finite losses: none"):
+        assert text in summary, text
+    # the first -> last reward rates are the metrics' own numbers
+    rr = ipd_run.result.metrics["reward_rate"]
+    assert f"{rr[1, :, -1, 0].astype(np.float64).mean():.4g}" in summary
+
+
+def test_checkpoint_round_trips_bit_for_bit(ipd_run):
+    loaded = load_run(ipd_run.dir)
+    result = ipd_run.result
+    assert loaded.config == result.config
+    expected, treedef = jax.tree_util.tree_flatten(result.states)
+    got, loaded_treedef = jax.tree_util.tree_flatten(loaded.states)
+    assert loaded_treedef == treedef
+    for a, b in zip(expected, got):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        assert a.tobytes() == b.tobytes()
+    for name, value in result.metrics.items():
+        np.testing.assert_array_equal(loaded.metrics[name], value)
+    one = loaded.learners(1, 0)
+    assert jax.tree_util.tree_leaves(one.params)[0].shape[0] == 2  # the two learners of run (1, 0)
+
+
+def test_evaluate_plays_the_trained_population(ipd_run):
+    code, out, err = run_cli(["evaluate", str(ipd_run.dir), "--run", "1,1", "--steps", "20"])
+    assert code == 0, err
+    assert "run (grid point 1 [lr=0.003], seed 1); 20 steps of ipd" in out
+    seats = re.findall(r"^\s+(\d)\s+(learner \d)\s+(-?[\d.]+)\s+(-?[\d.]+)$", out, flags=re.M)
+    assert [(s, m) for s, m, _, _ in seats] == [("0", "learner 0"), ("1", "learner 1")]
+    for _, _, ret, rate in seats:  # IPD payoffs are in [0, 5] per round
+        assert 0.0 <= float(ret) <= 100.0 and float(rate) == pytest.approx(float(ret) / 20, abs=1e-3)
+    assert "episodes finished: 0" in out  # 20 steps of a 100-round game
+
+
+def test_evaluate_and_render_reject_bad_checkpoints(ipd_run, tmp_path, capsys):
+    assert "holds 2 grid point(s) x 2 seed(s)" in cli_error(["evaluate", str(ipd_run.dir), "--run", "2,0"], capsys)
+    assert "is not a training result folder" in cli_error(["evaluate", str(tmp_path)], capsys)
+    err = cli_error(["evaluate", str(ipd_run.dir), "--row", "0,2"], capsys)
+    assert "--row: row refers to members 0..1 (2 learners, 0 scripted), got [0, 2]" in err
+    err = cli_error(["render", "--checkpoint", str(ipd_run.dir), "--out", str(tmp_path / "x.gif")], capsys)
+    assert "ipd has no rendering" in err
+    err = cli_error(["render", "--checkpoint", str(ipd_run.dir), "--env", "cleanup", "--out", str(tmp_path / "x.gif")],
+                    capsys)
+    assert "--env cannot be combined with --checkpoint" in err
+
+
+def test_render_checkpoint_writes_a_gif_of_the_trained_population(harvest_run, tmp_path):
+    gif = tmp_path / "trained.gif"
+    code, out, err = run_cli(["render", "--checkpoint", str(harvest_run), "--out", str(gif), "--steps", "6"])
+    assert code == 0, err
+    assert "7 frames (6 steps of harvest_open, trained population" in out
+    with Image.open(gif) as image:
+        assert image.format == "GIF" and image.n_frames == 7
