@@ -5,8 +5,10 @@
 runs ``train`` for every (grid point, seed) pair as one ``jit(vmap(train))`` call whose
 batch axis is sharded over a ``jax.sharding.Mesh`` of all local devices. Each run's key is
 ``fold_in(key(base_seed), seed)``: it depends on the seed alone, never on the run's
-position in the batch, so a run gives the same bits alone, in a batch of a thousand, or
-sharded over eight devices. A batch that does not divide over the devices is padded
+position in the batch, so a run gives the same bits alone or in a batch of a thousand,
+and on 2 or 8 devices (a 1-device mesh differs in the last bits from 2+ devices: JAX
+inlines the shard_map body there and XLA optimises another program; see
+tests/train/test_run.py). A batch that does not divide over the devices is padded
 with copies of its last run, and the copies are dropped from the result. Each device
 gets at least four runs (a lone run is padded), because XLA's CPU backend compiles
 batches of one to three differently (measured: PPO in the IPD gave other bits at
