@@ -24,10 +24,6 @@ def tree_leaves(tree):
     return [np.asarray(x) for x in jax.tree_util.tree_leaves(tree)]
 
 
-def member(tree, i):
-    return jax.tree_util.tree_map(lambda x: np.asarray(x)[i], tree)
-
-
 # ------------------------------------------------------------------------ matchmaking
 def seat_counts(assign, members):
     return np.bincount(np.asarray(assign).ravel(), minlength=members)
