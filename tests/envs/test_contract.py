@@ -1,7 +1,10 @@
 """The environment contract (DESIGN.md), checked for every registered environment.
 
 Each environment runs once as a jitted, vmapped random-action rollout (module-scoped,
-so it compiles once per env); the tests then read that rollout.
+so it compiles once per env), with the params passed as a traced argument of the jitted
+function; the tests then read that rollout. Compilation is most of this file's time (a
+grid game's step takes seconds to compile on a CPU), so the tests share that one program
+and compile only one more: the single-env rollout of the determinism test.
 """
 
 import jax
@@ -57,11 +60,10 @@ def tree_equal(a, b) -> bool:
     return tree_a == tree_b and all(np.array_equal(x, y) for x, y in zip(leaves_a, leaves_b))
 
 
-def rollout(env: sj.EpisodeStats, key: jax.Array, num_steps: int) -> dict:
+def rollout(env: sj.EpisodeStats, key: jax.Array, params, num_steps: int) -> dict:
     """Random actions in one environment. Leaves of the result are ``(T, ...)``; also
     returns the first observation and, per step, the observation and state of a fresh
     reset with the key that ``Environment.step`` uses for its auto-reset."""
-    params = env.default_params
     key_reset, key_run = jax.random.split(key)
     obs0, state0 = env.reset(key_reset, params)
 
@@ -91,46 +93,47 @@ def env(request) -> sj.EpisodeStats:
 
 @pytest.fixture(scope="module")
 def batched_rollout(env):
-    return jax.jit(jax.vmap(lambda key: rollout(env, key, NUM_STEPS)))
+    """``run(keys (B,), params)``: the params are an argument of the jitted function, so
+    reset and step must work with traced params (a sweep over them is a vmap)."""
+    return jax.jit(jax.vmap(lambda key, params: rollout(env, key, params, NUM_STEPS), in_axes=(0, None)))
 
 
 @pytest.fixture(scope="module")
-def traj(batched_rollout):
+def traj(env, batched_rollout):
     """``(B, T, ...)`` leaves: NUM_ENVS random-action rollouts."""
-    return jax.device_get(batched_rollout(jax.random.split(KEY, NUM_ENVS)))
+    return jax.device_get(batched_rollout(jax.random.split(KEY, NUM_ENVS), env.default_params))
 
 
-def test_reset_and_step_jit_and_vmap(env):
+def test_reset_and_step_jit_and_vmap(env, traj):
+    """Reset and step under ``jit(vmap(...))`` with traced params (the rollout above):
+    shapes and dtypes of what they return, for a batch of NUM_ENVS."""
     inner = env.unwrapped
     n = inner.num_agents
     params = inner.default_params
-
-    def reset_then_step(key, params):
-        key_reset, key_act, key_step = jax.random.split(key, 3)
-        obs, state = inner.reset(key_reset, params)
-        actions = inner.sample_actions(key_act, params)
-        return (obs, state, actions), inner.step(key_step, state, actions, params)
-
-    (obs, state, actions), (obs2, state2, reward, done, info) = jax.jit(
-        jax.vmap(reset_then_step, in_axes=(0, None))
-    )(jax.random.split(KEY, NUM_ENVS), params)
+    batch = (NUM_ENVS, NUM_STEPS)
     obs_space, act_space = inner.observation_space(params), inner.action_space(params)
+    obs = traj["reset_obs"]  # the unwrapped env's reset, (B, T, N, ...)
     for part, space in obs_parts(obs, obs_space):
+        assert part.shape == batch + (n,) + space.shape and part.dtype == space.dtype
+    for part, space in obs_parts(traj["obs0"], obs_space):  # the first reset, (B, N, ...)
         assert part.shape == (NUM_ENVS, n) + space.shape and part.dtype == space.dtype
-    assert actions.shape == (NUM_ENVS, n) + act_space.shape and actions.dtype == act_space.dtype
-    assert jax.tree_util.tree_structure(obs2) == jax.tree_util.tree_structure(obs)
-    for a, b in zip(jax.tree_util.tree_leaves(obs), jax.tree_util.tree_leaves(obs2)):
-        assert a.shape == b.shape and a.dtype == b.dtype
-    assert jax.tree_util.tree_structure(state2) == jax.tree_util.tree_structure(state)
-    assert reward.shape == (NUM_ENVS, n) and reward.dtype == jnp.float32
-    assert done.shape == (NUM_ENVS,) and done.dtype == jnp.bool_
+    actions = traj["actions"]
+    assert actions.shape == batch + (n,) + act_space.shape and actions.dtype == act_space.dtype
+    # step returns observations and a state shaped like reset's
+    for a, b in ((traj["obs"], obs), (traj["env_state"], traj["reset_state"])):
+        assert jax.tree_util.tree_structure(a) == jax.tree_util.tree_structure(b)
+        for x, y in zip(jax.tree_util.tree_leaves(a), jax.tree_util.tree_leaves(b)):
+            assert x.shape == y.shape and x.dtype == y.dtype
+    assert traj["reward"].shape == batch + (n,) and traj["reward"].dtype == jnp.float32
+    assert traj["done"].shape == batch and traj["done"].dtype == jnp.bool_
 
 
 def test_same_key_gives_the_same_trajectory(env, batched_rollout, traj):
     keys = jax.random.split(KEY, NUM_ENVS)
-    assert tree_equal(traj, jax.device_get(batched_rollout(keys)))
+    params = env.default_params
+    assert tree_equal(traj, jax.device_get(batched_rollout(keys, params)))
     # whatever batch it ran in: env 1 alone equals env 1 of the batch
-    alone = jax.device_get(jax.jit(lambda key: rollout(env, key, NUM_STEPS))(keys[1]))
+    alone = jax.device_get(jax.jit(lambda key, params: rollout(env, key, params, NUM_STEPS))(keys[1], params))
     assert tree_equal(alone, jax.tree_util.tree_map(lambda x: x[1], traj))
     # and the key matters
     assert not np.array_equal(traj["actions"][0], traj["actions"][1])
@@ -164,7 +167,7 @@ def test_auto_reset(env, traj):
     done = traj["done"]
     assert done.any(axis=1).all(), f"no episode ended within {NUM_STEPS} steps"
     # the step that ends an episode returns the first observation of the next one
-    fresh_obs, _ = env.reset(KEY)
+    fresh_obs, _ = jax.eval_shape(env.reset, KEY)  # shapes and dtypes of a reset, nothing run
     for got, fresh, reset in zip(*(jax.tree_util.tree_leaves(x) for x in (traj["obs"], fresh_obs, traj["reset_obs"]))):
         assert got.shape[2:] == fresh.shape and got.dtype == fresh.dtype
         np.testing.assert_array_equal(got[done], reset[done])

@@ -54,13 +54,30 @@ def handmade_state(env, params):
 HANDMADE_ACTIONS = jnp.array([C, C, D, C, C, C, D, C], jnp.int32)
 
 
+@pytest.fixture(scope="module")
+def handmade_rounds():
+    """``{(norm, private): (state, step outputs)}``: the hand-made round under every norm,
+    public and private, as one jitted call (the norm and the assessment are static
+    options, so this is eight environments; compiling them together costs a fraction of
+    eight separate compilations)."""
+    envs = {
+        (norm, private): IndirectReciprocity(num_agents=8, norm=norm, private_assessment=private)
+        for norm in NORM_NAMES for private in (False, True)
+    }
+
+    def one(env):
+        params = env.default_params
+        state = handmade_state(env, params)
+        return state, env.step(jax.random.key(1), state, HANDMADE_ACTIONS, params)
+
+    return jax.device_get(jax.jit(lambda: {k: one(env) for k, env in envs.items()})())
+
+
 @pytest.mark.parametrize("private", [False, True])
 @pytest.mark.parametrize("norm", NORM_NAMES)
-def test_assessment_table_without_errors(norm, private):
-    env = IndirectReciprocity(num_agents=8, norm=norm, private_assessment=private)
-    params = env.default_params
-    state = handmade_state(env, params)
-    obs, new, reward, done, info = jax.jit(env.step)(jax.random.key(1), state, HANDMADE_ACTIONS, params)
+def test_assessment_table_without_errors(norm, private, handmade_rounds):
+    params = IndirectReciprocity(num_agents=8, norm=norm, private_assessment=private).default_params
+    state, (obs, new, reward, done, info) = handmade_rounds[(norm, private)]
     rep = np.asarray(new.reputation)
     assert rep.shape == ((8, 8) if private else (1, 8))
     # every observer (one, or all eight) assigns the spec's labels to the donors ...
@@ -214,17 +231,30 @@ def fixed_point(norm: str, strategy: int, e: float, mu: float) -> float:
     return closed
 
 
-@pytest.mark.parametrize("norm", NORM_NAMES)
-def test_long_run_good_fraction_matches_the_fixed_point(norm):
-    env = IndirectReciprocity(num_agents=N_AGENTS, norm=norm, episode_length=10**6)
-    params = env.default_params.replace(execution_error=jnp.float32(E), assessment_error=jnp.float32(MU))
+@pytest.fixture(scope="module")
+def long_run_good():
+    """``{norm: (2, NUM_ENVS, BURN_IN + MEASURE)}``: the fraction GOOD per step for an
+    all-DISC and an all-ALLC population under each norm. The four norms (static options)
+    run in one jitted call: one compilation instead of four."""
     strategies = jnp.array([DISC, ALLC])
 
-    def population(strategy, key):
-        ids = jnp.full(N_AGENTS, strategy, jnp.int32)
-        return run_population(env, params, ids, key, NUM_ENVS, BURN_IN + MEASURE)["good_fraction"]
+    def good_fractions(norm, keys):
+        env = IndirectReciprocity(num_agents=N_AGENTS, norm=norm, episode_length=10**6)
+        params = env.default_params.replace(execution_error=jnp.float32(E), assessment_error=jnp.float32(MU))
 
-    good = np.asarray(jax.jit(jax.vmap(population))(strategies, jax.random.split(jax.random.key(7), 2)))
+        def population(strategy, key):
+            ids = jnp.full(N_AGENTS, strategy, jnp.int32)
+            return run_population(env, params, ids, key, NUM_ENVS, BURN_IN + MEASURE)["good_fraction"]
+
+        return jax.vmap(population)(strategies, keys)
+
+    run = jax.jit(lambda keys: {norm: good_fractions(norm, keys) for norm in NORM_NAMES})
+    return jax.device_get(run(jax.random.split(jax.random.key(7), 2)))
+
+
+@pytest.mark.parametrize("norm", NORM_NAMES)
+def test_long_run_good_fraction_matches_the_fixed_point(norm, long_run_good):
+    good = np.asarray(long_run_good[norm])
     for i, strategy in enumerate((DISC, ALLC)):
         # each env's time average after burn-in is an independent draw; the tolerance
         # is 5 standard errors of their mean over NUM_ENVS envs

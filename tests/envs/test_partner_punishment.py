@@ -42,6 +42,13 @@ def env_and_round(**options):
     the game 0 (agent 0) vs 1 from a hand-made state and then its punish step, vmapped
     over the batch. Returns rewards of both steps ``(B, 2, N)``, final reputations
     ``(B, N)``, bystanders ``(B, 2)`` and the punish-step info."""
+    env, one = hand_made_round(**options)
+    return env, jax.jit(jax.vmap(one, in_axes=(None, 0, 0)))
+
+
+def hand_made_round(**options):
+    """``(env, one)``: the unbatched, unjitted ``one(key, acts (2,), decisions (4,))`` of
+    :func:`env_and_round`."""
     env = PartnerPunishment(num_agents=N, num_rounds=3, partner_selection=False, **options)
     params = env.default_params
 
@@ -59,7 +66,7 @@ def env_and_round(**options):
         _, state, r2, _, info = env.step(jax.random.fold_in(key, 2), state, pun, params)
         return jnp.stack([r1, r2]), state.reputation, bystander, info
 
-    return env, jax.jit(jax.vmap(one, in_axes=(None, 0, 0)))
+    return env, one
 
 
 def expected_round(acts, decisions, bystander, direct, third, costly):
@@ -98,13 +105,29 @@ CONFIGS = [
 ]
 
 
-@pytest.mark.parametrize("options", CONFIGS, ids=lambda o: "-".join(k for k, v in o.items() if v) or "none")
-def test_every_reward_and_reputation_change_of_hand_made_rounds(options):
-    env, run = env_and_round(**options)
-    combos = list(itertools.product([C, D], [C, D], *[[0, 1]] * 4))
-    acts = jnp.array([c[:2] for c in combos], jnp.int32)
-    decisions = jnp.array([c[2:] for c in combos], jnp.int32)
-    rewards, rep, bystander, info = jax.device_get(run(jax.random.key(3), acts, decisions))
+CONFIG_IDS = ["-".join(k for k, v in o.items() if v) or "none" for o in CONFIGS]
+# every combination of the two players' actions and the four punishment decisions
+COMBOS = list(itertools.product([C, D], [C, D], *[[0, 1]] * 4))
+
+
+@pytest.fixture(scope="module")
+def hand_made_rounds():
+    """``{config id: (rewards, reputations, bystanders, info)}`` for every entry of
+    COMBOS, under every configuration of CONFIGS, from one jitted call (the options are
+    static, so these are six environments; compiled together they cost a fraction of
+    six separate compilations)."""
+    acts = jnp.array([c[:2] for c in COMBOS], jnp.int32)
+    decisions = jnp.array([c[2:] for c in COMBOS], jnp.int32)
+    rounds = {name: hand_made_round(**options)[1] for name, options in zip(CONFIG_IDS, CONFIGS)}
+    run = jax.jit(lambda key: {name: jax.vmap(one, in_axes=(None, 0, 0))(key, acts, decisions)
+                               for name, one in rounds.items()})
+    return jax.device_get(run(jax.random.key(3)))
+
+
+@pytest.mark.parametrize("options", CONFIGS, ids=CONFIG_IDS)
+def test_every_reward_and_reputation_change_of_hand_made_rounds(options, hand_made_rounds):
+    combos = COMBOS
+    rewards, rep, bystander, info = hand_made_rounds[CONFIG_IDS[CONFIGS.index(options)]]
     if not (options["direct_punishment"] or options["third_party_punishment"]):
         # no punish step: the second step is game 0's next round (all play C: 3, 3)
         for k, combo in enumerate(combos):

@@ -30,7 +30,7 @@ def test_truncation_keeps_the_top_half_and_copies_them():
 def test_ties_are_broken_at_random():
     thetas = jnp.arange(4.0)[:, None] * jnp.ones((4, 3))
     keys = jax.random.split(jax.random.key(0), 400)
-    winners = jax.vmap(lambda k: truncation_select(k, thetas, jnp.zeros(4), 1, 0.0)[0, 0])(keys)
+    winners = jax.jit(jax.vmap(lambda k: truncation_select(k, thetas, jnp.zeros(4), 1, 0.0)[0, 0]))(keys)
     wins = np.bincount(np.asarray(winners).astype(int), minlength=4)
     assert (np.abs(wins - 100) < 40).all(), wins  # each ~100 of 400, sd ~8.7
 
