@@ -87,8 +87,9 @@ class Encoder(nn.Module):
                 x = nn.Embed(spec.num_classes[0], self.embed_dim)(obs["grid"].astype(jnp.int32))
             else:
                 x = obs["rgb"].astype(jnp.float32) / 255.0
-            x = nn.relu(nn.Conv(self.channels, (3, 3))(x))
-            x = nn.relu(nn.Conv(self.channels, (3, 3))(x))
+            # named like flax's nn.Conv, with the same parameter shapes and init
+            x = nn.relu(PatchConv(self.channels, name="Conv_0")(x))
+            x = nn.relu(PatchConv(self.channels, name="Conv_1")(x))
             x = x.reshape(x.shape[0], -1)
             x = nn.relu(nn.Dense(self.hidden)(x))
             flag = obs["ready_to_zap"].astype(jnp.float32).reshape(x.shape[0], 1)
@@ -102,6 +103,35 @@ class Encoder(nn.Module):
             x = obs.reshape(obs.shape[0], -1).astype(jnp.float32)
         x = nn.relu(nn.Dense(self.hidden)(x))
         return nn.relu(nn.Dense(self.hidden)(x))
+
+
+class PatchConv(nn.Module):
+    """A ``size x size`` convolution, stride 1, SAME padding, computed as one matrix
+    product over image patches.
+
+    The result equals ``nn.Conv(features, (size, size))`` with the same parameters
+    (``kernel (size, size, C, features)``, ``bias (features,)``, LeCun-normal init), up
+    to float rounding. The point is speed when it is vmapped over population members:
+    ``vmap`` turns a convolution with per-member kernels into a grouped convolution,
+    which XLA's CPU backend runs several times slower than the batched matrix product
+    this module becomes (see BENCHMARKS.md, training).
+    """
+
+    features: int
+    size: int = 3
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        k, c = self.size, x.shape[-1]
+        kernel = self.param("kernel", nn.initializers.lecun_normal(), (k, k, c, self.features))
+        bias = self.param("bias", nn.initializers.zeros_init(), (self.features,))
+        h, w = x.shape[-3], x.shape[-2]
+        lo = (k - 1) // 2  # SAME padding: the extra row/column (even k) goes at the end
+        pad = [(0, 0)] * (x.ndim - 3) + [(lo, k - 1 - lo), (lo, k - 1 - lo), (0, 0)]
+        xp = jnp.pad(x, pad)
+        # patch features ordered (row offset, column offset, channel): the kernel's layout
+        patches = jnp.concatenate([xp[..., i : i + h, j : j + w, :] for i in range(k) for j in range(k)], axis=-1)
+        return patches @ kernel.reshape(k * k * c, self.features) + bias
 
 
 class GRUCore(nn.Module):
@@ -215,6 +245,7 @@ __all__: Sequence[str] = (
     "Encoder",
     "EncoderSpec",
     "GRUCore",
+    "PatchConv",
     "encoder_spec",
     "hidden_size",
     "init_hidden",
