@@ -108,6 +108,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="environment option for sj.make, repeatable (--env-option num_agents=2)")
     train.add_argument("--updates", type=_positive_int, default=None, help="number of updates (= --set num_updates=N)")
     train.add_argument("--out", default=None, help="output folder (default results/<preset>)")
+    train.add_argument("--chunk", type=_positive_int, default=None, metavar="K",
+                       help="compute the runs K at a time on each device, so that a run's bits do not depend on "
+                            "how many runs share the batch (slower where a wide vmap pays, e.g. on a GPU)")
     train.add_argument("--quiet", action="store_true", help="no progress or summary output")
     donor = train.add_argument_group("donor-evolution only")
     donor.add_argument("--generations", type=_positive_int, default=None, help="generations (default 10)")
@@ -291,7 +294,7 @@ def train_preset(parser: argparse.ArgumentParser, args: argparse.Namespace, pres
               f"{config.num_updates} updates of {config.num_envs} games x {config.rollout_len} steps, on "
               f"{len(devices)} {devices[0].platform} device(s); compiling...", flush=True)
     result = run(env, config, seeds=np.arange(seeds), base_seed=args.seed, progress=not args.quiet,
-                 label=preset.name)
+                 label=preset.name, chunk=args.chunk)
     text = results.save_run(result, out_dir, env_name=preset.env, env_options=env_options, preset=preset.name,
                             base_seed=args.seed)
     if not args.quiet:

@@ -5,14 +5,23 @@
 runs ``train`` for every (grid point, seed) pair as one ``jit(vmap(train))`` call whose
 batch axis is sharded over a ``jax.sharding.Mesh`` of all local devices. Each run's key is
 ``fold_in(key(base_seed), seed)``: it depends on the seed alone, never on the run's
-position in the batch, so a run gives the same bits alone or in a batch of a thousand,
-and on 2 or 8 devices (a 1-device mesh differs in the last bits from 2+ devices: JAX
-inlines the shard_map body there and XLA optimises another program; see
-tests/train/test_run.py). A batch that does not divide over the devices is padded
-with copies of its last run, and the copies are dropped from the result. Each device
-gets at least four runs (a lone run is padded), because XLA's CPU backend compiles
-batches of one to three differently (measured: PPO in the IPD gave other bits at
-batch sizes 1, 2 and 3 than at 4, 5, 6, 8 and 16).
+position in the batch.
+
+Bits. XLA compiles a vmapped program differently for different batch sizes, and the
+float results can differ in their last bits. Measured on CPU (PPO vs TFT in the IPD): a
+run's bits were the same at 4, 5, 6 and 8 runs per device, but its learner parameters
+differed at 64 runs per device (its social metrics already at 16), and batches of one
+to three differ again. So each device gets at least four runs (a lone run is padded),
+and ``chunk=k`` computes the runs ``k`` at a time on each device (``lax.map`` over
+vmapped chunks; the per-device count is padded to a multiple of ``k``): every chunk is
+then the same program, and a run gives the same bits alone or in a batch of a
+thousand (checked at 4, 16 and 64 runs per device). ``chunk`` costs speed where a wide
+vmap pays (GPUs); leave it ``None`` for throughput. Across device counts: the same on 2
+and 8 devices, but a 1-device mesh differs from 2+ devices in the last bits (XLA
+optimises the single-partition program differently: other divisions are rewritten;
+tests/train/test_run.py holds it as a strict xfail). A batch that does not divide over
+the devices is padded with copies of its last run; the copies are dropped from the
+result.
 
 Across hosts, call ``jax.distributed.initialize()`` first (before any other JAX call) on
 every host and pass ``devices=jax.devices()``: the mesh then spans all hosts' devices,
@@ -78,8 +87,13 @@ def run(
     devices: Sequence[jax.Device] | None = None,
     progress: bool | Progress = True,
     label: str = "",
+    chunk: int | None = None,
 ) -> RunResult:
-    """Train ``len(grid) x len(seeds)`` runs in one compiled, sharded call."""
+    """Train ``len(grid) x len(seeds)`` runs in one compiled, sharded call.
+
+    ``chunk``: compute the runs this many at a time on each device, so that a run's bits
+    do not depend on the batch it ran in (see the module docstring); ``None`` (default)
+    vmaps over all of a device's runs at once, the fastest."""
     import time
 
     seeds = np.arange(seeds) if isinstance(seeds, (int, np.integer)) else np.asarray(list(seeds))
@@ -87,6 +101,8 @@ def run(
         raise ValueError(f"seeds must be a positive count or a list of non-negative ints, got {seeds!r}")
     if len(set(seeds.tolist())) != len(seeds):
         raise ValueError("seeds must be distinct (a repeated seed repeats the same run)")
+    if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 1):
+        raise ValueError(f"chunk must be a positive int or None, got {chunk!r}")
     config.validate()
     grid = config.hparam_grid()
     G, S = len(next(iter(grid.values()))), len(seeds)
@@ -95,7 +111,12 @@ def run(
     D = len(devices)
     # at least MIN_PER_DEVICE runs per device: XLA compiles batches of one to three
     # differently (a batch of one is squeezed; 2 and 3 gave other bits than 4+ on CPU)
-    padded = max(-(-R // D), MIN_PER_DEVICE) * D
+    if chunk is None:
+        per_device = max(-(-R // D), MIN_PER_DEVICE)
+    else:  # every chunk is the same program, whatever its size; pad to whole chunks
+        chunk = int(chunk)
+        per_device = -(-R // (D * chunk)) * chunk
+    padded = per_device * D
     index = np.minimum(np.arange(padded), R - 1)  # pad with copies of the last run
     run_seeds = np.tile(seeds, G)[index]
     run_grid = {k: np.repeat(v, S)[index] for k, v in grid.items()}
@@ -115,7 +136,12 @@ def run(
     # shard_map, not automatic partitioning: every device runs exactly the single-device
     # program on its slice of runs, so the floating-point bits do not depend on the mesh
     spec = PartitionSpec("runs")
-    batched = jax.jit(jax.shard_map(jax.vmap(train), mesh=mesh, in_specs=(spec, spec), out_specs=spec, check_vma=False))
+    if chunk is None:
+        per_device_fn = jax.vmap(train)
+    else:
+        def per_device_fn(keys, hparams):  # chunk runs at a time: the same program for every chunk
+            return jax.lax.map(lambda args: train(*args), (keys, hparams), batch_size=chunk)
+    batched = jax.jit(jax.shard_map(per_device_fn, mesh=mesh, in_specs=(spec, spec), out_specs=spec, check_vma=False))
     start = time.perf_counter()
     compiled = batched.lower(keys, hparams).compile()
     compile_seconds = time.perf_counter() - start
