@@ -180,8 +180,9 @@ def orthogonal(scale: float = 1.0):
     return init
 
 
-class ActorCritic(nn.Module):
-    """Encoder, optional GRU, separate policy and value heads."""
+class _Network(nn.Module):
+    """Fields every network has: the encoder's spec and sizes, the action count, and
+    whether a GRU carries memory."""
 
     spec: EncoderSpec
     num_actions: int
@@ -190,31 +191,34 @@ class ActorCritic(nn.Module):
     embed_dim: int = 8
     channels: int = 32
 
+
+def _trunk(net: _Network, hidden, obs, reset):
+    """The encoder and, for a recurrent network, the GRU: ``(hidden, features)``. Called
+    inside ``net``'s compact ``__call__``, so the submodules (``Encoder_0``, ``GRUCore_0``)
+    belong to ``net``."""
+    x = Encoder(net.spec, net.hidden, net.embed_dim, net.channels)(obs)
+    if net.recurrent:
+        hidden, x = GRUCore(net.hidden)(hidden, x, reset)
+    return hidden, x
+
+
+class ActorCritic(_Network):
+    """Encoder, optional GRU, separate policy and value heads."""
+
     @nn.compact
     def __call__(self, hidden, obs, reset):
-        x = Encoder(self.spec, self.hidden, self.embed_dim, self.channels)(obs)
-        if self.recurrent:
-            hidden, x = GRUCore(self.hidden)(hidden, x, reset)
+        hidden, x = _trunk(self, hidden, obs, reset)
         logits = nn.Dense(self.num_actions, kernel_init=orthogonal(0.01))(nn.relu(nn.Dense(self.hidden)(x)))
         value = nn.Dense(1, kernel_init=orthogonal(1.0))(nn.relu(nn.Dense(self.hidden)(x)))
         return hidden, (logits, value[:, 0])
 
 
-class QNetwork(nn.Module):
+class QNetwork(_Network):
     """Encoder, optional GRU, one Q-value per action."""
-
-    spec: EncoderSpec
-    num_actions: int
-    hidden: int = 64
-    recurrent: bool = False
-    embed_dim: int = 8
-    channels: int = 32
 
     @nn.compact
     def __call__(self, hidden, obs, reset):
-        x = Encoder(self.spec, self.hidden, self.embed_dim, self.channels)(obs)
-        if self.recurrent:
-            hidden, x = GRUCore(self.hidden)(hidden, x, reset)
+        hidden, x = _trunk(self, hidden, obs, reset)
         q = nn.Dense(self.num_actions)(nn.relu(nn.Dense(self.hidden)(x)))
         return hidden, q
 
