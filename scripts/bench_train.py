@@ -2,11 +2,11 @@
 
 Three measurements (``--which``, comma-separated):
 
-- ``cleanup``: IPPO on ``cleanup`` (7 seats, independent seating: one PPO learner per
-  seat, CNN on the 11x11 code observations), one ``jax.jit(train)`` call of
-  ``--updates`` updates of ``--envs`` games x ``--rollout`` steps each. Run it twice for
-  the paper preset's batch (``--envs 256 --rollout 1000``, lr 5e-4, 2 epochs) and a small
-  batch (``--envs 16 --rollout 128``);
+- ``cleanup``: IPPO on ``cleanup`` with the ``cleanup-ippo-paper`` preset (7 seats,
+  independent seating: one PPO learner per seat, CNN on the code observations, lr 5e-4,
+  2 epochs), one ``jax.jit(train)`` call of ``--updates`` updates of ``--envs`` games x
+  ``--rollout`` steps each. Run it for the paper preset's batch (``--envs 256 --rollout
+  1000 --minibatches 500``) and a small batch (``--envs 16 --rollout 128``);
 - ``ipd``: a population run of ``--seeds`` seeds on ``ipd`` (a small PPO learner, MLP
   on the one-hot memory-one observation, against a fixed TFT co-player), the same
   ``jit(shard_map(vmap(train)))`` program :func:`socialjax.train.run` builds, compiled
@@ -23,7 +23,7 @@ runs of a batched call), times ``num_agents`` for agent-steps. Evaluation inside
 ``train`` is switched off (``evaluate=False``) so only rollout + update is timed.
 
     python scripts/bench_train.py --which cleanup --envs 16 --rollout 128 --updates 4
-    python scripts/bench_train.py --which cleanup --envs 256 --rollout 1000 --updates 1 --minibatches 32 --no-warmup
+    python scripts/bench_train.py --which cleanup --envs 256 --rollout 1000 --updates 1 --minibatches 500 --repeats 1 --no-warmup
     python scripts/bench_train.py --which ipd --seeds 1024
     python scripts/bench_train.py --which loop --loop-seeds 32
 """
@@ -45,15 +45,14 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 import socialjax as sj
 from socialjax.train import TrainConfig, make_train, run_keys
+from socialjax.train.presets import get_preset
 
 WHICH = ("cleanup", "ipd", "loop")
 
-# IPPO on Clean Up, the published baseline's numbers (spec/training.md): lr 5e-4,
-# 2 epochs, clip 0.2, entropy 0.01, gamma 0.99, lambda 0.95; CNN encoder.
-CLEANUP_IPPO = dict(
-    algo="ppo", network="cnn", seating="independent", lr=5e-4, update_epochs=2, clip_eps=0.2, ent_coef=0.01,
-    gamma=0.99, gae_lambda=0.95, evaluate=False,
-)
+# IPPO on Clean Up: the `cleanup-ippo-paper` preset (7 players, CNN, the published
+# baseline's hyperparameters; see socialjax/train/presets.py), with the batch, the
+# number of updates and the minibatches set from the command line.
+CLEANUP_PRESET = "cleanup-ippo-paper"
 # A small PPO learner for the IPD against a fixed TFT co-player (seat 0: the learner,
 # seat 1: scripted member 1 = TFT).
 IPD_PPO = dict(
@@ -127,16 +126,19 @@ def row(name: str, env, config: TrainConfig, runs: int, times: list[float], comp
 
 
 def bench_cleanup(args) -> list[dict]:
-    env = sj.make("cleanup")
-    config = TrainConfig(**CLEANUP_IPPO).replace(
-        num_envs=args.envs, rollout_len=args.rollout, num_updates=args.updates, num_minibatches=args.minibatches
+    preset = get_preset(CLEANUP_PRESET)
+    env = preset.make_env()
+    config = preset.make_config(
+        num_envs=args.envs, rollout_len=args.rollout, num_updates=args.updates, num_minibatches=args.minibatches,
+        evaluate=False, log_every=0,
     )
     train = jax.jit(make_train(env, config))
     key = run_keys([0])[0]
     compiled, comp = compile_s(train, key)
     print(f"cleanup IPPO {args.envs}x{args.rollout}x{args.updates}: compiled in {comp:.1f}s", file=sys.stderr, flush=True)
     times = timed(lambda: compiled(key), args.repeats, not args.no_warmup)
-    return [row("IPPO cleanup", env, config, 1, times, comp, f"{config.num_minibatches} minibatches x 2 epochs")]
+    return [row("IPPO cleanup", env, config, 1, times, comp,
+                f"preset {CLEANUP_PRESET}, {config.update_epochs} epochs x {config.num_minibatches} minibatches")]
 
 
 def ipd_config(args) -> TrainConfig:
