@@ -29,6 +29,9 @@ from socialjax.train.config import TrainConfig
 POPULATION = "population"  # sj.train.run on a TrainConfig
 DONOR_EVOLUTION = "donor-evolution"  # socialjax.train.cultural_evolution.run_experiment
 PROGRESS_LINES = 10  # progress lines per run when a preset leaves log_every unset
+# the small CNN presets: a narrow network and independent PPO learners, sized for a CPU
+SMALL_CNN = dict(hidden=32, channels=8, embed_dim=4)
+SMALL_IPPO = dict(seating="independent", update_epochs=2, num_minibatches=2, lr=1e-3, **SMALL_CNN)
 SMALL_SEEDS = 4  # the CNN presets: run() computes at least 4 runs per device anyway (run.MIN_PER_DEVICE)
 
 # Weis et al. (2026): 100-round IPD; co-players drawn from a pool mixing learners and
@@ -135,8 +138,7 @@ PRESETS: dict[str, Preset] = {
             "IPPO (one CNN learner per seat) in Commons Harvest (open map), 3 players, 500-step episodes",
             "harvest_open",
             dict(num_agents=3, episode="fixed", episode_length=500),
-            dict(seating="independent", num_envs=8, rollout_len=125, num_updates=40, hidden=32, channels=8,
-                 embed_dim=4, update_epochs=2, num_minibatches=2, lr=1e-3),
+            dict(num_envs=8, rollout_len=125, num_updates=40, **SMALL_IPPO),
             seeds=SMALL_SEEDS,
         ),
         _population(
@@ -147,8 +149,7 @@ PRESETS: dict[str, Preset] = {
             "500-step episodes",
             "cleanup_ssd",
             dict(num_agents=3, episode_length=500),
-            dict(seating="independent", num_envs=4, rollout_len=125, num_updates=24, hidden=32, channels=8,
-                 embed_dim=4, update_epochs=2, num_minibatches=2, lr=1e-3),
+            dict(num_envs=4, rollout_len=125, num_updates=24, **SMALL_IPPO),
             seeds=SMALL_SEEDS,
         ),
         _population(
@@ -169,8 +170,8 @@ PRESETS: dict[str, Preset] = {
             "3 players, 500-step episodes",
             "cleanup_ssd",
             dict(num_agents=3, episode_length=500),
-            dict(algo="dqn", seating="shared", num_envs=8, rollout_len=125, num_updates=40, hidden=32, channels=8,
-                 embed_dim=4, lr=1e-3, dqn_batch=256, dqn_updates=4, buffer_rollouts=8, n_step=3,
+            dict(algo="dqn", seating="shared", num_envs=8, rollout_len=125, num_updates=40, **SMALL_CNN, lr=1e-3,
+                 dqn_batch=256, dqn_updates=4, buffer_rollouts=8, n_step=3,
                  target_update_every=10),
             seeds=SMALL_SEEDS,
         ),
