@@ -9,7 +9,7 @@ Three measurements (``--which``, comma-separated):
   1000 --minibatches 500``) and a small batch (``--envs 16 --rollout 128``);
 - ``ipd``: a population run of ``--seeds`` seeds on ``ipd`` (a small PPO learner, MLP
   on the one-hot memory-one observation, against a fixed TFT co-player), the same
-  ``jit(shard_map(vmap(train)))`` program :func:`socialjax.train.run` builds, compiled
+  per-device ``jit(vmap(train))`` blocks :func:`socialjax.train.run` builds, compiled
   once and timed; plus one end-to-end ``sj.train.run(env, config, seeds=...)`` call
   (compile and host transfer included) for reference;
 - ``loop``: ``--loop-seeds`` runs of the same IPD training as one vmapped call versus a
@@ -39,12 +39,11 @@ import time
 from typing import Any, Callable
 
 import jax
-import jax.numpy as jnp
 import numpy as np
-from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 import socialjax as sj
 from socialjax.train import TrainConfig, make_train, run_keys
+from socialjax.train.run import compile_blocks, device_program, lay_out
 from socialjax.train.presets import get_preset
 
 WHICH = ("cleanup", "ipd", "loop")
@@ -84,22 +83,18 @@ def compile_s(jitted, *args) -> tuple[Any, float]:
     return compiled, time.perf_counter() - t0
 
 
-def batched_program(env, config: TrainConfig, num_runs: int):
-    """The program :func:`socialjax.train.run` compiles for ``num_runs`` seeds (no sweep):
-    ``jit(shard_map(vmap(train)))`` over a mesh of the local devices, and its inputs."""
-    devices = jax.local_devices()
-    D = len(devices)
-    if num_runs % D:
-        raise SystemExit(f"--seeds/--loop-seeds must be a multiple of the {D} devices")
+def batched_program(env, config: TrainConfig, num_runs: int) -> tuple[Callable[[], Any], float]:
+    """The program :func:`socialjax.train.run` runs for ``num_runs`` seeds (no sweep):
+    a ``jit(vmap(train))`` block per local device, compiled; returns a function that
+    dispatches every block, and the compile time."""
+    layout = lay_out(num_runs, jax.local_devices())
+    if layout.padded != num_runs:
+        raise SystemExit(f"--seeds/--loop-seeds must fill the {len(jax.local_devices())} devices with >= 4 runs each")
     train = make_train(env, config)
-    mesh = Mesh(np.asarray(devices), ("runs",))
-    spec = PartitionSpec("runs")
-    shard = NamedSharding(mesh, spec)
-    keys = jax.device_put(run_keys(np.arange(num_runs)), shard)
-    grid = config.hparam_grid()
-    hparams = {k: jax.device_put(jnp.full((num_runs,), v[0], jnp.float32), shard) for k, v in grid.items()}
-    fn = jax.jit(jax.shard_map(jax.vmap(train), mesh=mesh, in_specs=(spec, spec), out_specs=spec, check_vma=False))
-    return fn, (keys, hparams)
+    hparams = {k: np.full((num_runs,), v[0], np.float32) for k, v in config.hparam_grid().items()}
+    t0 = time.perf_counter()
+    compiled, inputs = compile_blocks(device_program(train), layout, run_keys(np.arange(num_runs)), hparams)
+    return (lambda: [fn(*args) for fn, args in zip(compiled, inputs)]), time.perf_counter() - t0
 
 
 def row(name: str, env, config: TrainConfig, runs: int, times: list[float], comp: float, note: str = "") -> dict:
@@ -150,10 +145,9 @@ def ipd_config(args) -> TrainConfig:
 def bench_ipd(args) -> list[dict]:
     env = sj.make("ipd")
     config = ipd_config(args)
-    fn, inputs = batched_program(env, config, args.seeds)
-    compiled, comp = compile_s(fn, *inputs)
+    call, comp = batched_program(env, config, args.seeds)
     print(f"ipd population {args.seeds} seeds: compiled in {comp:.1f}s", file=sys.stderr, flush=True)
-    times = timed(lambda: compiled(*inputs), args.repeats, not args.no_warmup)
+    times = timed(call, args.repeats, not args.no_warmup)
     out = [row("IPD population (vmapped seeds)", env, config, args.seeds, times, comp, "PPO vs TFT")]
     # end to end, the way a user calls it: compile + run + results to numpy
     t0 = time.perf_counter()
@@ -169,9 +163,8 @@ def bench_loop(args) -> list[dict]:
     env = sj.make("ipd")
     config = ipd_config(args)
     n = args.loop_seeds
-    fn, inputs = batched_program(env, config, n)
-    vm_compiled, vm_comp = compile_s(fn, *inputs)
-    vm_times = timed(lambda: vm_compiled(*inputs), args.repeats, not args.no_warmup)
+    vm_call, vm_comp = batched_program(env, config, n)
+    vm_times = timed(vm_call, args.repeats, not args.no_warmup)
 
     single = jax.jit(make_train(env, config))
     keys = run_keys(np.arange(n))

@@ -2,7 +2,7 @@
 
 - :class:`TrainConfig` (:mod:`.config`): one frozen dataclass for a whole experiment.
 - :func:`make_train` (:mod:`.population`): ``train(key, hparams=None)``, pure and jittable.
-- :func:`run` (:mod:`.run`): seeds x hyperparameter grid in one vmapped, sharded call.
+- :func:`run` (:mod:`.run`): seeds x hyperparameter grid in one call, vmapped and spread over devices.
 - :func:`play` (:mod:`.playback`): roll out (and render) a trained population.
 - presets (:mod:`.presets`): named experiments for ``socialjax train``.
 - :func:`save_run` / :func:`load_run` (:mod:`.results`): metrics, config, checkpoint,

@@ -8,6 +8,7 @@ line per loop step must wait until every run in the batch has reported that step
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from collections import defaultdict
 from typing import Callable, TextIO
@@ -41,8 +42,13 @@ class Progress:
         self._pending: dict[int, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
         self._counts: dict[int, int] = defaultdict(int)
         self._start = time.perf_counter()
+        self._lock = threading.Lock()  # several devices report from their own threads
 
     def _on_host(self, step, values):
+        with self._lock:
+            self._count(step, values)
+
+    def _count(self, step, values):
         step = int(step)
         # a batched callback (vmap with the "expand_dims" method) delivers several runs at once
         first = next(iter(values.values()), None)

@@ -1,42 +1,50 @@
-"""Many runs in one compiled call: seeds x hyperparameter grid, vmapped and sharded.
+"""Many runs in one call: seeds x hyperparameter grid, vmapped and spread over devices.
 
     result = sj.train.run(env, config, seeds=64)
 
-runs ``train`` for every (grid point, seed) pair as one ``jit(vmap(train))`` call whose
-batch axis is sharded over a ``jax.sharding.Mesh`` of all local devices. Each run's key is
+runs ``train`` for every (grid point, seed) pair. The runs are cut into equal blocks,
+one per device, and every device runs the same single-device program
+``jit(vmap(train))`` on its block (compiled once per device, in parallel threads, and
+dispatched asynchronously, so the devices run at the same time). Each run's key is
 ``fold_in(key(base_seed), seed)``: it depends on the seed alone, never on the run's
 position in the batch.
 
-Bits. XLA compiles a vmapped program differently for different batch sizes, and the
-float results can differ in their last bits. Measured on CPU (PPO vs TFT in the IPD): a
-run's bits were the same at 4, 5, 6 and 8 runs per device, but its learner parameters
+Bits. Every device compiles exactly the program a single device would, so a run gives
+the same bits on one device or spread over eight (tests/train/test_run.py checks 1 vs
+3 of 8 fake CPU devices). An earlier version used ``jit(shard_map(vmap(train)))``: XLA
+then optimises the one-device program (JAX inlines the body) differently from the
+partitioned one (it rewrites ``x / constant`` as ``x * (1 / constant)`` in one and not
+the other), and 1 vs 2+ devices differed in the last bits. Within a device, XLA
+compiles a vmapped program differently for different batch sizes, and the float
+results can differ in their last bits. Measured on CPU (PPO vs TFT in the IPD): a run's
+bits were the same at 4, 5, 6 and 8 runs per device, but its learner parameters
 differed at 64 runs per device (its social metrics already at 16), and batches of one
 to three differ again. So each device gets at least four runs (a lone run is padded),
 and ``chunk=k`` computes the runs ``k`` at a time on each device (``lax.map`` over
 vmapped chunks; the per-device count is padded to a multiple of ``k``): every chunk is
 then the same program, and a run gives the same bits alone or in a batch of a
 thousand (checked at 4, 16 and 64 runs per device). ``chunk`` costs speed where a wide
-vmap pays (GPUs); leave it ``None`` for throughput. Across device counts: the same on 2
-and 8 devices, but a 1-device mesh differs from 2+ devices in the last bits (XLA
-optimises the single-partition program differently: other divisions are rewritten;
-tests/train/test_run.py holds it as a strict xfail). A batch that does not divide over
-the devices is padded with copies of its last run; the copies are dropped from the
-result.
+vmap pays (GPUs); leave it ``None`` for throughput. A batch that does not fill its
+blocks is padded with copies of its last run; the copies are dropped from the result.
+Devices that would hold only padding are left idle.
 
 Across hosts, call ``jax.distributed.initialize()`` first (before any other JAX call) on
-every host and pass ``devices=jax.devices()``: the mesh then spans all hosts' devices,
-and each host must run the same program (the standard JAX multi-controller model).
+every host, run the same script everywhere and pass ``devices=jax.devices()``: every
+device in the list gets a block, each host computes the blocks of its own devices, and
+the results are gathered on every host (``multihost_utils.process_allgather``). This
+path is written to JAX's multi-controller model but has not been run on several hosts.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Sequence
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from socialjax.train.config import TrainConfig
 from socialjax.train.population import make_train
@@ -89,12 +97,15 @@ def run(
     label: str = "",
     chunk: int | None = None,
 ) -> RunResult:
-    """Train ``len(grid) x len(seeds)`` runs in one compiled, sharded call.
+    """Train ``len(grid) x len(seeds)`` runs in one call: equal blocks of runs, one per
+    device, each device running the same compiled single-device program.
 
     ``chunk``: compute the runs this many at a time on each device, so that a run's bits
     do not depend on the batch it ran in (see the module docstring); ``None`` (default)
-    vmaps over all of a device's runs at once, the fastest."""
-    import time
+    vmaps over all of a device's runs at once, the fastest.
+
+    ``devices``: where the runs go (default: this host's devices, ``jax.local_devices()``);
+    see the module docstring for several hosts."""
 
     seeds = np.arange(seeds) if isinstance(seeds, (int, np.integer)) else np.asarray(list(seeds))
     if seeds.ndim != 1 or seeds.size == 0 or not np.issubdtype(seeds.dtype, np.integer) or np.any(seeds < 0):
@@ -108,46 +119,28 @@ def run(
     G, S = len(next(iter(grid.values()))), len(seeds)
     R = G * S
     devices = list(devices) if devices is not None else jax.local_devices()
-    D = len(devices)
-    # at least MIN_PER_DEVICE runs per device: XLA compiles batches of one to three
-    # differently (a batch of one is squeezed; 2 and 3 gave other bits than 4+ on CPU)
-    if chunk is None:
-        per_device = max(-(-R // D), MIN_PER_DEVICE)
-    else:  # every chunk is the same program, whatever its size; pad to whole chunks
-        chunk = int(chunk)
-        per_device = -(-R // (D * chunk)) * chunk
-    padded = per_device * D
-    index = np.minimum(np.arange(padded), R - 1)  # pad with copies of the last run
-    run_seeds = np.tile(seeds, G)[index]
-    run_grid = {k: np.repeat(v, S)[index] for k, v in grid.items()}
+    if not devices:
+        raise ValueError("devices must name at least one device")
+    layout = lay_out(R, devices, chunk)
+    run_seeds = np.tile(seeds, G)[layout.index]
+    run_grid = {k: np.repeat(v, S)[layout.index] for k, v in grid.items()}
 
     if isinstance(progress, Progress):
         prog = progress
     elif progress and config.log_every:
-        prog = Progress(config.num_updates, padded, label=label, format_line=_line)
+        prog = Progress(config.num_updates, layout.local_slots, label=label, format_line=_line)
     else:
         prog = None
     train = make_train(env, config, params=params, progress=prog)
-
-    mesh = Mesh(np.asarray(devices), ("runs",))
-    shard = NamedSharding(mesh, PartitionSpec("runs"))
-    keys = jax.device_put(run_keys(run_seeds, base_seed), shard)
-    hparams = {k: jax.device_put(jnp.asarray(v), shard) for k, v in run_grid.items()}
-    # shard_map, not automatic partitioning: every device runs exactly the single-device
-    # program on its slice of runs, so the floating-point bits do not depend on the mesh
-    spec = PartitionSpec("runs")
-    if chunk is None:
-        per_device_fn = jax.vmap(train)
-    else:
-        def per_device_fn(keys, hparams):  # chunk runs at a time: the same program for every chunk
-            return jax.lax.map(lambda args: train(*args), (keys, hparams), batch_size=chunk)
-    batched = jax.jit(jax.shard_map(per_device_fn, mesh=mesh, in_specs=(spec, spec), out_specs=spec, check_vma=False))
+    program = device_program(train, chunk)
+    keys = run_keys(run_seeds, base_seed)
+    hparams = {k: np.asarray(v) for k, v in run_grid.items()}
     start = time.perf_counter()
-    compiled = batched.lower(keys, hparams).compile()
+    compiled, inputs = compile_blocks(program, layout, keys, hparams)
     compile_seconds = time.perf_counter() - start
-    states, metrics = compiled(keys, hparams)
-    metrics = jax.tree_util.tree_map(lambda x: np.asarray(x)[:R].reshape(G, S, *x.shape[1:]), metrics)
-    states = jax.tree_util.tree_map(lambda x: np.asarray(x)[:R].reshape(G, S, *x.shape[1:]), states)
+    states, metrics = execute_blocks(compiled, inputs, layout)
+    metrics = jax.tree_util.tree_map(lambda x: x[:R].reshape(G, S, *x.shape[1:]), metrics)
+    states = jax.tree_util.tree_map(lambda x: x[:R].reshape(G, S, *x.shape[1:]), states)
     seconds = time.perf_counter() - start
     nan_runs = []
     for g in range(G):
@@ -162,6 +155,98 @@ def run(
                 )
     name = getattr(env, "name", None) or type(getattr(env, "unwrapped", env)).__name__
     return RunResult(config, str(name), seeds, grid, metrics, states, nan_runs, seconds, compile_seconds)
+
+
+
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    """How ``num_runs`` runs are cut into equal blocks, one per used device.
+
+    ``per_device`` runs per block; ``devices`` the devices used, in block order;
+    ``index`` ``(padded,)``: the run each slot computes (padding repeats the last run)."""
+
+    num_runs: int
+    per_device: int
+    devices: tuple
+
+    @property
+    def padded(self) -> int:
+        return self.per_device * len(self.devices)
+
+    @property
+    def local_slots(self) -> int:
+        """Slots computed by this host (all of them on one host)."""
+        return self.per_device * sum(d.process_index == jax.process_index() for d in self.devices)
+
+    @property
+    def index(self) -> np.ndarray:
+        return np.minimum(np.arange(self.padded), self.num_runs - 1)
+
+
+def lay_out(num_runs: int, devices: Sequence[jax.Device], chunk: int | None = None) -> Layout:
+    """Blocks of at least :data:`MIN_PER_DEVICE` runs (whole chunks with ``chunk``),
+    spread over as many of ``devices`` as hold a real run. Over several hosts every
+    device gets a block (each host must hold the same number of blocks to gather)."""
+    D = len(devices)
+    if chunk is None:
+        # XLA compiles batches of one to three differently (a batch of one is squeezed;
+        # 2 and 3 gave other bits than 4+ on CPU)
+        per_device = max(-(-num_runs // D), MIN_PER_DEVICE)
+    else:  # every chunk is the same program, whatever its size; pad to whole chunks
+        per_device = -(-num_runs // (D * chunk)) * chunk
+    if _multihost(devices):
+        used = tuple(sorted(devices, key=lambda d: (d.process_index, d.id)))
+    else:
+        used = tuple(devices[: -(-num_runs // per_device)])
+    return Layout(num_runs, per_device, used)
+
+
+def device_program(train: Callable, chunk: int | None = None) -> Callable:
+    """What one device runs on its block of ``keys (B,)`` and ``hparams``
+    (``{name: (B,)}``): ``jit(vmap(train))``, or with ``chunk`` a ``lax.map`` over
+    vmapped chunks of ``chunk`` runs."""
+    if chunk is None:
+        return jax.jit(jax.vmap(train))
+    return jax.jit(lambda keys, hp: jax.lax.map(lambda args: train(*args), (keys, hp), batch_size=chunk))
+
+
+def compile_blocks(program: Callable, layout: Layout, keys: jax.Array, hparams: dict[str, np.ndarray]):
+    """Put each of this host's blocks on its device and compile ``program`` there (one
+    compile per device, in parallel threads: the same HLO everywhere, so the same bits).
+    Returns the compiled programs and their inputs, for this host's devices only."""
+    B = layout.per_device
+    here = jax.process_index()
+    blocks = []
+    for i, device in enumerate(layout.devices):
+        if device.process_index != here:
+            continue
+        part = slice(i * B, (i + 1) * B)
+        args = (jax.device_put(keys[part], device), {k: jax.device_put(v[part], device) for k, v in hparams.items()})
+        blocks.append(args)
+    lowered = [program.lower(*args) for args in blocks]  # tracing is shared; lowering is cheap
+    if len(lowered) == 1:
+        return [lowered[0].compile()], blocks
+    with ThreadPoolExecutor(len(lowered)) as pool:
+        return list(pool.map(lambda low: low.compile(), lowered)), blocks
+
+
+def execute_blocks(compiled: list, inputs: list, layout: Layout):
+    """Dispatch every block (asynchronously, so the devices run together), then gather
+    ``(states, metrics)`` as numpy arrays over all ``layout.padded`` slots, from every
+    host when the layout spans several."""
+    outs = [fn(*args) for fn, args in zip(compiled, inputs)]
+    local = jax.tree_util.tree_map(lambda *xs: np.concatenate([np.asarray(x) for x in xs]), *outs)
+    if not _multihost(layout.devices):
+        return local
+    from jax.experimental import multihost_utils
+
+    # (processes, local slots, ...) in process order, which is the block order
+    gathered = multihost_utils.process_allgather(local, tiled=False)
+    return jax.tree_util.tree_map(lambda x: np.asarray(x).reshape(-1, *x.shape[2:]), gathered)
+
+
+def _multihost(devices: Sequence[jax.Device]) -> bool:
+    return len({d.process_index for d in devices}) > 1
 
 
 def _line(step: int, values: dict[str, np.ndarray]) -> str:

@@ -18,7 +18,7 @@ import pytest
 import socialjax as sj
 from socialjax.train.run import run_keys
 
-from conftest import IPD_TFT, ipd_env
+from train_configs import IPD_TFT, ipd_env
 
 COOPERATE_WITH_TFT = 2.85  # per step, mean of the last 5 updates
 

@@ -17,7 +17,7 @@ from socialjax.train import TrainConfig, make_train
 from socialjax.train.seating import make_plan
 from socialjax.train.selection import select
 
-from conftest import IPD_ROUNDS, IPD_TFT, IPD_TFT_SEEDS, ONESHOT, ipd_env
+from train_configs import IPD_ROUNDS, IPD_TFT, IPD_TFT_SEEDS, ONESHOT, ipd_env
 
 
 def tree_leaves(tree):

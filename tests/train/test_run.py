@@ -1,9 +1,10 @@
 """``sj.train.run``: the same seed gives the same bits whatever batch, grid or device
-count it ran in; seeds given as a count or a list; bad seeds rejected.
+count it ran in; seeds given as a count or a list; bad seeds rejected; how runs are laid
+out over devices.
 
 Compilation dominates the run time, so the runs compared are the session fixture
 ``ipd_tft`` of tests/train/conftest.py (PPO vs TFT, 2 learning rates x 4 seeds, one
-device) and two runs of the same config in one subprocess that fakes 8 CPU devices.
+device), one lone run here, and one batch in a subprocess that fakes 8 CPU devices.
 """
 
 import os
@@ -16,12 +17,13 @@ import numpy as np
 import pytest
 
 import socialjax as sj
-from socialjax.train.run import run_keys
+from socialjax.train.run import MIN_PER_DEVICE, lay_out, run_keys
 
-from conftest import IPD_ROUNDS, IPD_TFT, IPD_TFT_SEEDS, ipd_env
+from train_configs import IPD_ROUNDS, IPD_TFT, IPD_TFT_SEEDS, ipd_env
 
 LONE_SEED = 1
 LONE_LR = 3e-3
+SHARDED_SEEDS = 5  # 2 learning rates x 5 seeds = 10 runs: blocks of 4, 4 and 2 + 2 padding
 
 SHARDED = textwrap.dedent(
     """
@@ -34,45 +36,47 @@ SHARDED = textwrap.dedent(
     assert len(jax.devices()) == 8, jax.devices()
     config = eval(sys.argv[1], {{"TrainConfig": TrainConfig}})
     env = sj.make("ipd", num_rounds={rounds})
-    out = {{}}
-    for name, cfg, seeds, devices in (
-        ("lone8", config.replace(lr={lr}), [{seed}], jax.devices()),  # 1 run, padded to 8 x 4
-        ("batch2", config, [0, 1, 2], jax.devices()[:2]),  # 2 x 3 = 6 runs, padded to 2 x 4
-    ):
-        result = sj.train.run(env, cfg, seeds=seeds, devices=devices, progress=False)
-        out.update({{f"{{name}}|metric|{{k}}": v for k, v in result.metrics.items()}})
-        out.update({{f"{{name}}|state|{{i}}": np.asarray(x) for i, x in enumerate(jax.tree_util.tree_leaves(result.states))}})
-        out[f"{{name}}|seeds"] = result.seeds
+    result = sj.train.run(env, config, seeds={seeds}, devices=jax.devices(), progress=False)
+    out = {{f"metric|{{k}}": v for k, v in result.metrics.items()}}
+    out.update({{f"state|{{i}}": np.asarray(x) for i, x in enumerate(jax.tree_util.tree_leaves(result.states))}})
+    out["seeds"] = result.seeds
     np.savez(sys.argv[2], **out)
     """
 )
 
 
+def as_run(result):
+    """``{"metrics", "states" (leaves)}`` of a :class:`RunResult`."""
+    return {"metrics": result.metrics, "states": [np.asarray(x) for x in jax.tree_util.tree_leaves(result.states)]}
+
+
 @pytest.fixture(scope="module")
 def sharded(tmp_path_factory):
-    """Two runs in a subprocess with 8 fake CPU devices: ``lone8``, seed 1 at lr 3e-3
-    alone (one seed, one-point grid) sharded over all 8 devices, and ``batch2``, the
-    ``ipd_tft`` grid (lr 3e-3 and 1e30) for seeds 0..2 on 2 devices. Each is a dict with
-    ``metrics``, ``states`` (leaves) and ``seeds``."""
+    """The ``ipd_tft`` grid (lr 3e-3 and 1e30) for seeds 0..4, run in a subprocess with
+    8 fake CPU devices: 10 runs in blocks of 4 on devices 0, 1 and 2, the last block
+    padded. A dict with ``metrics``, ``states`` (leaves) and ``seeds``."""
     if jax.default_backend() != "cpu":
         pytest.skip("compares with this process's CPU results")
     path = tmp_path_factory.mktemp("sharded") / "runs.npz"
     env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=8", "JAX_PLATFORMS": "cpu"}
-    code = SHARDED.format(rounds=IPD_ROUNDS, seed=LONE_SEED, lr=LONE_LR)
+    code = SHARDED.format(rounds=IPD_ROUNDS, seeds=SHARDED_SEEDS)
     done = subprocess.run([sys.executable, "-c", code, repr(IPD_TFT), str(path)], env=env, capture_output=True,
                           text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     with np.load(path) as data:
         raw = {k: data[k] for k in data.files}
-    out = {}
-    for name in ("lone8", "batch2"):
-        n_states = sum(k.startswith(f"{name}|state|") for k in raw)
-        out[name] = {
-            "metrics": {k.split("|", 2)[2]: v for k, v in raw.items() if k.startswith(f"{name}|metric|")},
-            "states": [raw[f"{name}|state|{i}"] for i in range(n_states)],
-            "seeds": raw[f"{name}|seeds"],
-        }
-    return out
+    n_states = sum(k.startswith("state|") for k in raw)
+    return {
+        "metrics": {k.split("|", 1)[1]: v for k, v in raw.items() if k.startswith("metric|")},
+        "states": [raw[f"state|{i}"] for i in range(n_states)],
+        "seeds": raw["seeds"],
+    }
+
+
+@pytest.fixture(scope="module")
+def lone():
+    """Seed 1 at lr 3e-3 alone (one seed, one-point grid) on this process's one device."""
+    return as_run(sj.train.run(ipd_env(), IPD_TFT.replace(lr=LONE_LR), seeds=[LONE_SEED], progress=False))
 
 
 def assert_same_run(a, b, index_a, index_b):
@@ -85,37 +89,64 @@ def assert_same_run(a, b, index_a, index_b):
         np.testing.assert_array_equal(x[index_a], y[index_b])
 
 
-def test_a_seed_gives_the_same_bits_alone_on_eight_devices_or_in_a_batch_on_two(sharded):
-    """Seed 1 at lr 3e-3 gives bit-identical metrics and trained states alone (one
-    seed, one-point grid, the single run padded to fill 8 devices) and inside a batch of
-    6 runs (3 seeds x 2 learning rates, half of them halted on NaN, padded to fill 2
-    devices). Only the real runs come back from padded batches."""
-    lone, batch = sharded["lone8"], sharded["batch2"]
-    np.testing.assert_array_equal(lone["seeds"], [LONE_SEED])
-    np.testing.assert_array_equal(batch["seeds"], [0, 1, 2])
-    for k in lone["metrics"]:
-        assert lone["metrics"][k].shape[:2] == (1, 1) and batch["metrics"][k].shape[:2] == (2, 3), k
-    assert (batch["metrics"]["nan_update"][1] >= 0).all()  # the lr 1e30 neighbours did halt
-    assert_same_run(lone, batch, (0, 0), (0, LONE_SEED))
+def test_a_seed_gives_the_same_bits_alone_on_one_device_or_in_a_batch_over_devices(lone, sharded):
+    """Seed 1 at lr 3e-3 gives bit-identical metrics and trained states alone on one
+    device (padded to a block of 4) and inside a batch of 10 runs (5 seeds x 2 learning
+    rates, half of them halted on NaN) spread over 3 of 8 devices. Only the real runs
+    come back from padded batches."""
+    np.testing.assert_array_equal(sharded["seeds"], np.arange(SHARDED_SEEDS))
+    for k, v in sharded["metrics"].items():
+        assert lone["metrics"][k].shape[:2] == (1, 1) and v.shape[:2] == (2, SHARDED_SEEDS), k
+    assert (sharded["metrics"]["nan_update"][1] >= 0).all()  # the lr 1e30 neighbours did halt
+    assert (sharded["metrics"]["nan_update"][0] < 0).all()
+    assert_same_run(lone, sharded, (0, 0), (0, LONE_SEED))
     # another seed is another run, so the comparison above can fail
-    rate = batch["metrics"]["reward_rate"][0]
+    rate = sharded["metrics"]["reward_rate"][0]
     assert not np.array_equal(rate[0], rate[LONE_SEED])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "known: a run sharded over 2+ devices differs in its last bits from the same run on 1 device, "
-    "at the same number of runs per device. XLA optimises the single-partition program "
-    "differently (measured: the 2-device program keeps 7 more divisions, e.g. in Adam's bias "
-    "correction, that the 1-device one rewrites); passing the closed-over constants as "
-    "arguments did not change it. 2 and 8 devices agree."
-))
-def test_a_run_gives_the_same_bits_on_one_device_as_on_two(ipd_tft, sharded):
-    """The contract (DESIGN.md): the same bits however many devices a batch is sharded
-    over, one device included: the ``ipd_tft`` batch on this process's single device
-    against the same runs on 2 devices in the subprocess."""
-    here = {"metrics": {k: v[:, :3] for k, v in ipd_tft.metrics.items()},
-            "states": [np.asarray(x)[:, :3] for x in jax.tree_util.tree_leaves(ipd_tft.states)]}
-    assert_same_run(here, sharded["batch2"], (slice(None),), (slice(None),))
+def test_a_run_gives_the_same_bits_on_one_device_as_on_several(ipd_tft, sharded):
+    """The contract (DESIGN.md): the same bits however many devices a batch is spread
+    over, one device included: the ``ipd_tft`` batch (8 runs on this process's single
+    device) against the same runs among the 10 spread over 3 devices in the subprocess."""
+    assert_same_run(as_run(ipd_tft), sharded, (slice(None), slice(0, IPD_TFT_SEEDS)),
+                    (slice(None), slice(0, IPD_TFT_SEEDS)))
+
+
+class _Device:
+    """Stands in for a ``jax.Device`` in layout tests: an id and a host."""
+
+    def __init__(self, i, process=0):
+        self.id, self.process_index = i, process
+
+
+@pytest.mark.parametrize("runs, chunk, per_device, used", [
+    (1, None, MIN_PER_DEVICE, 1),   # a lone run is padded to a block of 4 on one device
+    (10, None, 4, 3),               # 4 + 4 + 2 real runs; devices 3..7 stay idle
+    (64, None, 8, 8),               # 8 per device on all 8
+    (65, None, 9, 8),               # 9 per device, 7 padding slots on the last
+    (10, 4, 4, 3),                  # whole chunks
+    (100, 4, 16, 7),                # 13 runs per device rounded up to whole chunks: 16
+])
+def test_runs_are_laid_out_in_equal_blocks_over_the_devices_that_hold_real_runs(runs, chunk, per_device, used):
+    devices = [_Device(i) for i in range(8)]
+    layout = lay_out(runs, devices, chunk)
+    assert layout.per_device == per_device
+    assert [d.id for d in layout.devices] == list(range(used))
+    assert layout.padded == per_device * used >= runs
+    index = layout.index
+    np.testing.assert_array_equal(index[:runs], np.arange(runs))  # every real run once, in order
+    assert (index[runs:] == runs - 1).all()  # padding repeats the last run
+    assert layout.padded - runs < per_device  # no block is all padding
+
+
+def test_over_several_hosts_every_device_gets_a_block_in_host_order():
+    """Two hosts: each computes its own devices' blocks and the results are gathered in
+    host order, so the blocks are ordered by host and every host holds as many."""
+    devices = [_Device(0, 0), _Device(2, 1), _Device(1, 0), _Device(3, 1)]
+    layout = lay_out(5, devices)
+    assert [(d.process_index, d.id) for d in layout.devices] == [(0, 0), (0, 1), (1, 2), (1, 3)]
+    assert layout.per_device == MIN_PER_DEVICE and layout.padded == 16
 
 
 def test_run_keys_depend_on_the_seed_alone():
