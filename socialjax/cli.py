@@ -1,4 +1,4 @@
-"""Command line: ``socialjax envs | train | evaluate | render``.
+"""Command line: ``socialjax envs | train | evaluate | render | bench``.
 
 ``socialjax train PRESET`` trains a population (presets: :mod:`socialjax.train.presets`;
 ``--set field=value`` overrides any :class:`~socialjax.train.TrainConfig` field, a list
@@ -7,6 +7,8 @@ value is a sweep) and writes metrics, a checkpoint, learning curves and a summar
 strategies. ``socialjax evaluate DIR`` plays a trained population from its checkpoint;
 ``socialjax render --env cleanup --out cleanup.gif`` renders a random rollout of a grid
 game to a GIF / MP4, and ``--checkpoint DIR`` renders the trained population instead.
+``socialjax bench --envs cleanup --batch-sizes 1,64`` measures env-steps/s and
+agent-steps/s under random actions on this machine (:mod:`socialjax.bench`).
 """
 
 from __future__ import annotations
@@ -162,10 +164,19 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument("--option", type=_option, action="append", default=[], metavar="KEY=VALUE",
                         help="environment option for sj.make, repeatable (e.g. --option num_agents=3)")
     render.set_defaults(subparser=render)  # errors print this command's usage
+
+    # parsed by socialjax.bench itself (main() hands it the arguments); listed here for --help
+    sub.add_parser("bench", help="env-steps/s of environments under random actions (socialjax bench --help)",
+                   add_help=False)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["bench"]:
+        from socialjax.bench import main as bench
+
+        return bench(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
