@@ -1,4 +1,8 @@
-"""The environment contract: base class, params, spaces, registry, wrappers."""
+"""The environment contract: base class, params, spaces, registry, wrappers.
+
+``PettingZooAdapter`` (``socialjax.core.pettingzoo``) is imported on first access, so
+``import socialjax`` works without pettingzoo installed.
+"""
 
 from socialjax.core.checked import checked
 from socialjax.core.environment import Environment
@@ -25,3 +29,12 @@ __all__ = [
     "register",
     "registered_envs",
 ]
+
+
+def __getattr__(name: str):
+    # lazy: importing the adapter imports pettingzoo and gymnasium (an optional extra)
+    if name == "PettingZooAdapter":
+        from socialjax.core.pettingzoo import PettingZooAdapter
+
+        return PettingZooAdapter
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
