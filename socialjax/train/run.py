@@ -224,8 +224,6 @@ def compile_blocks(program: Callable, layout: Layout, keys: jax.Array, hparams: 
         args = (jax.device_put(keys[part], device), {k: jax.device_put(v[part], device) for k, v in hparams.items()})
         blocks.append(args)
     lowered = [program.lower(*args) for args in blocks]  # tracing is shared; lowering is cheap
-    if len(lowered) == 1:
-        return [lowered[0].compile()], blocks
     with ThreadPoolExecutor(len(lowered)) as pool:
         return list(pool.map(lambda low: low.compile(), lowered)), blocks
 
