@@ -24,6 +24,9 @@ loss (``delta = 1``) between ``Q_online(s_t, a_t)`` and ``G_t``; gradients are c
 global norm and applied with Adam. The target network is hard-copied from the online
 one every ``target_update_every`` calls of ``update``.
 
+The network's ``conv`` and ``precision`` (bfloat16 compute; parameters, Adam state,
+targets and loss stay float32) are passed to :class:`~socialjax.agents.networks.QNetwork`.
+
 Recurrent Q-learning (R2D2-style burn-in and stored states) is not implemented.
 
 Hyperparameters in ``state.hparams`` (all ``() float32``, sweepable): ``lr``, ``gamma``,
@@ -50,7 +53,7 @@ from socialjax.agents.learner import (
     as_hparams,
     clip_by_global_norm,
 )
-from socialjax.agents.networks import EncoderSpec, QNetwork, init_hidden, sample_obs
+from socialjax.agents.networks import EncoderSpec, QNetwork, compute_dtype, init_hidden, resolve_conv, sample_obs
 from socialjax.core.spaces import Space
 
 EXPLORATIONS = ("epsilon", "boltzmann")
@@ -176,6 +179,8 @@ class DQNLearner:
         anneal_lr: bool = False,
         embed_dim: int = 8,
         channels: int = 32,
+        conv: str = "patch",
+        precision: str = "float32",
     ):
         if recurrent:
             raise ValueError(
@@ -203,6 +208,8 @@ class DQNLearner:
             False,
             _positive_int("embed_dim", embed_dim),
             _positive_int("channels", channels),
+            resolve_conv(conv),
+            compute_dtype(precision),
         )
         self.recurrent = False
         self.hidden_size = 1

@@ -10,6 +10,20 @@ Encoders (``kind``):
   (``nn.Embed``: a code is a category, not a brightness), RGB ``(H, W, 3) uint8`` is
   scaled to [0, 1]; two 3x3 convolutions, a dense layer, and the ``ready_to_zap`` flag
   concatenated.
+- ``"cnn_sj"``: the same inputs through the CNN of SocialJax's published IPPO baselines
+  (cooperativex/SocialJax, ``algorithms/utils/networks.py``, used by
+  ``algorithms/IPPO/ippo_cnn_cleanup.py``): a 5x5 and two 3x3 convolutions, a dense
+  layer, orthogonal ``sqrt(2)`` initialisation (see :class:`Encoder`).
+
+Two settings do not change the parameters, only how they are computed:
+
+- ``conv``: ``"patch"`` computes each convolution as one matrix product over image
+  patches (:class:`Conv2D`), fast on XLA's CPU backend when vmapped over members;
+  ``"xla"`` calls ``lax.conv_general_dilated`` (flax ``nn.Conv``), fast on GPUs.
+  :func:`resolve_conv` turns ``"auto"`` into one of them for the default backend.
+- ``dtype``: the compute dtype. ``jnp.bfloat16`` runs the embeddings, convolutions and
+  dense layers in bfloat16 with float32 parameters; the GRU and its state stay float32,
+  and the logits, values and Q-values are returned as float32.
 
 Every network has the same call signature so that the learners do not care which one
 they hold::
@@ -34,15 +48,37 @@ import numpy as np
 
 from socialjax.core.spaces import Box, Dict, Space
 
-ENCODERS = ("auto", "mlp", "onehot", "cnn")
+ENCODERS = ("auto", "mlp", "onehot", "cnn", "cnn_sj")
+GRID_ENCODERS = ("cnn", "cnn_sj")
+CONVS = ("auto", "patch", "xla")
+PRECISIONS = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 MAX_ONEHOT_CLASSES = 256  # integer features with more values than this are fed as floats
+
+
+def resolve_conv(conv: str, backend: str | None = None) -> str:
+    """``"patch"`` or ``"xla"``: ``conv`` itself, or for ``"auto"`` the patch matrix product
+    on the CPU backend and XLA's convolution on any other (``backend`` defaults to
+    ``jax.default_backend()``)."""
+    if conv not in CONVS:
+        raise ValueError(f"conv must be one of {CONVS}, got {conv!r}")
+    if conv != "auto":
+        return conv
+    backend = jax.default_backend() if backend is None else backend
+    return "patch" if backend == "cpu" else "xla"
+
+
+def compute_dtype(precision: str) -> Any:
+    """The compute dtype of a ``precision`` name (``"float32"`` or ``"bfloat16"``)."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {tuple(PRECISIONS)}, got {precision!r}")
+    return PRECISIONS[precision]
 
 
 @dataclasses.dataclass(frozen=True)
 class EncoderSpec:
     """Static description of how to read one agent's observation."""
 
-    kind: str  # "mlp" | "onehot" | "cnn"
+    kind: str  # "mlp" | "onehot" | "cnn" | "cnn_sj"
     num_classes: tuple[int, ...] = ()  # onehot: classes per feature; cnn: (num_codes,) for code grids
     grid_key: str | None = None  # cnn: "grid" (codes) or "rgb"
 
@@ -55,14 +91,14 @@ def encoder_spec(space: Space, kind: str = "auto") -> EncoderSpec:
         key = "grid" if "grid" in space.spaces else "rgb" if "rgb" in space.spaces else None
         if key is None:
             raise ValueError(f"no encoder for a Dict observation without 'grid' or 'rgb': {space}")
-        if kind not in ("auto", "cnn"):
-            raise ValueError(f"gridworld observations need network='cnn', got {kind!r}")
+        if kind not in ("auto",) + GRID_ENCODERS:
+            raise ValueError(f"gridworld observations need network='cnn' or 'cnn_sj', got {kind!r}")
         classes = (int(np.max(space.spaces["grid"].high)) + 1,) if key == "grid" else ()
-        return EncoderSpec("cnn", classes, key)
+        return EncoderSpec("cnn_sj" if kind == "cnn_sj" else "cnn", classes, key)
     if not isinstance(space, Box):
         raise TypeError(f"unsupported observation space {space!r}")
-    if kind == "cnn":
-        raise ValueError(f"network='cnn' needs a gridworld observation, got {space}")
+    if kind in GRID_ENCODERS:
+        raise ValueError(f"network={kind!r} needs a gridworld observation, got {space}")
     integer = jnp.issubdtype(space.dtype, jnp.integer)
     high = np.asarray(space.high).reshape(-1)
     small = integer and np.all(np.isfinite(high)) and np.all(high < MAX_ONEHOT_CLASSES)
@@ -73,65 +109,103 @@ def encoder_spec(space: Space, kind: str = "auto") -> EncoderSpec:
     return EncoderSpec("mlp")
 
 
+# SocialJax's IPPO CNN (cooperativex/SocialJax, algorithms/utils/networks.py, classes CNN
+# and ActorCritic, used by algorithms/IPPO/ippo_cnn_cleanup.py with ACTIVATION "relu"
+# from algorithms/IPPO/config/ippo_base.yaml): convolutions of 32 features with 5x5, 3x3
+# and 3x3 kernels (flax defaults: stride 1, SAME padding), a 64-unit dense layer, ReLU
+# after each; kernels orthogonal with scale sqrt(2), biases zero. Here the widths are
+# ``channels`` and ``hidden``, whose defaults (32, 64) are theirs.
+SJ_KERNELS = (5, 3, 3)
+SJ_SCALE = float(np.sqrt(2.0))
+CNN_KERNELS = (3, 3)  # our own "cnn"
+
+
 class Encoder(nn.Module):
     spec: EncoderSpec
     hidden: int = 64
     embed_dim: int = 8
     channels: int = 32
+    conv: str = "patch"  # "patch" | "xla": how the convolutions are computed (same parameters)
+    dtype: Any = jnp.float32  # compute dtype; parameters are float32 either way
 
     @nn.compact
     def __call__(self, obs: Any) -> jax.Array:
         spec = self.spec
-        if spec.kind == "cnn":
+        if spec.kind in GRID_ENCODERS:
             if spec.grid_key == "grid":
-                x = nn.Embed(spec.num_classes[0], self.embed_dim)(obs["grid"].astype(jnp.int32))
+                x = nn.Embed(spec.num_classes[0], self.embed_dim, dtype=self.dtype)(obs["grid"].astype(jnp.int32))
             else:
-                x = obs["rgb"].astype(jnp.float32) / 255.0
+                x = (obs["rgb"].astype(jnp.float32) / 255.0).astype(self.dtype)
+            sj = spec.kind == "cnn_sj"
+            init = orthogonal(SJ_SCALE) if sj else nn.initializers.lecun_normal()
             # named like flax's nn.Conv, with the same parameter shapes and init
-            x = nn.relu(PatchConv(self.channels, name="Conv_0")(x))
-            x = nn.relu(PatchConv(self.channels, name="Conv_1")(x))
+            for i, size in enumerate(SJ_KERNELS if sj else CNN_KERNELS):
+                x = nn.relu(Conv2D(self.channels, size, self.conv, self.dtype, init, name=f"Conv_{i}")(x))
             x = x.reshape(x.shape[0], -1)
-            x = nn.relu(nn.Dense(self.hidden)(x))
-            flag = obs["ready_to_zap"].astype(jnp.float32).reshape(x.shape[0], 1)
+            x = nn.relu(nn.Dense(self.hidden, dtype=self.dtype, kernel_init=init)(x))
+            flag = obs["ready_to_zap"].astype(x.dtype).reshape(x.shape[0], 1)
             return jnp.concatenate([x, flag], axis=-1)
         if spec.kind == "onehot":
             codes = obs.reshape(obs.shape[0], -1).astype(jnp.int32)
             x = jnp.concatenate(
-                [jax.nn.one_hot(codes[:, i], n) for i, n in enumerate(spec.num_classes)], axis=-1
+                [jax.nn.one_hot(codes[:, i], n, dtype=self.dtype) for i, n in enumerate(spec.num_classes)], axis=-1
             )
         else:
             x = obs.reshape(obs.shape[0], -1).astype(jnp.float32)
-        x = nn.relu(nn.Dense(self.hidden)(x))
-        return nn.relu(nn.Dense(self.hidden)(x))
+        x = nn.relu(nn.Dense(self.hidden, dtype=self.dtype)(x))
+        return nn.relu(nn.Dense(self.hidden, dtype=self.dtype)(x))
 
 
-class PatchConv(nn.Module):
-    """A ``size x size`` convolution, stride 1, SAME padding, computed as one matrix
-    product over image patches.
+class Conv2D(nn.Module):
+    """A ``size x size`` convolution, stride 1, SAME padding, with the parameters of flax's
+    ``nn.Conv(features, (size, size))``: ``kernel (size, size, C, features)`` (init
+    ``kernel_init``, LeCun-normal by default, as flax's) and ``bias (features,)`` (zeros).
 
-    The result equals ``nn.Conv(features, (size, size))`` with the same parameters
-    (``kernel (size, size, C, features)``, ``bias (features,)``, LeCun-normal init), up
-    to float rounding. The point is speed when it is vmapped over population members:
-    ``vmap`` turns a convolution with per-member kernels into a grouped convolution,
-    which XLA's CPU backend runs several times slower than the batched matrix product
-    this module becomes (see BENCHMARKS.md, training).
+    ``impl`` chooses how it is computed, never what it computes (the two agree up to float
+    rounding, and a checkpoint made with one runs with the other):
+
+    - ``"patch"``: one matrix product over image patches. Vmapped over population
+      members this stays a batched matrix product, whereas ``vmap`` turns a convolution
+      with per-member kernels into a grouped convolution, which XLA's CPU backend runs
+      several times slower (see BENCHMARKS.md, training).
+    - ``"xla"``: ``lax.conv_general_dilated``, what ``nn.Conv`` calls: on a GPU the
+      convolution kernels beat the patch product, which copies every input ``size**2``
+      times.
+
+    ``dtype`` is the compute dtype: the input, kernel and bias are cast to it (the
+    parameters themselves stay float32).
     """
 
     features: int
     size: int = 3
+    impl: str = "patch"
+    dtype: Any = jnp.float32
+    kernel_init: Any = nn.initializers.lecun_normal()
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
         k, c = self.size, x.shape[-1]
-        kernel = self.param("kernel", nn.initializers.lecun_normal(), (k, k, c, self.features))
+        kernel = self.param("kernel", self.kernel_init, (k, k, c, self.features))
         bias = self.param("bias", nn.initializers.zeros_init(), (self.features,))
+        x, kernel, bias = (a.astype(self.dtype) for a in (x, kernel, bias))
         h, w = x.shape[-3], x.shape[-2]
-        lo = (k - 1) // 2  # SAME padding: the extra row/column (even k) goes at the end
-        pad = [(0, 0)] * (x.ndim - 3) + [(lo, k - 1 - lo), (lo, k - 1 - lo), (0, 0)]
-        xp = jnp.pad(x, pad)
+        lo, hi = (k - 1) // 2, k - 1 - (k - 1) // 2  # SAME padding: the extra row/column (even k) at the end
+        if self.impl == "xla":
+            lead = x.shape[:-3]
+            y = jax.lax.conv_general_dilated(
+                x.reshape(-1, h, w, c), kernel, (1, 1), [(lo, hi), (lo, hi)],
+                dimension_numbers=("NHWC", "HWIO", "NHWC"),
+            )
+            return y.reshape(*lead, h, w, self.features) + bias
+        if self.impl != "patch":
+            raise ValueError(f"Conv2D impl must be 'patch' or 'xla', got {self.impl!r}")
+        xp = jnp.pad(x, [(0, 0)] * (x.ndim - 3) + [(lo, hi), (lo, hi), (0, 0)])
         # patch features ordered (row offset, column offset, channel): the kernel's layout
         patches = jnp.concatenate([xp[..., i : i + h, j : j + w, :] for i in range(k) for j in range(k)], axis=-1)
         return patches @ kernel.reshape(k * k * c, self.features) + bias
+
+
+PatchConv = Conv2D  # the former name (``impl="patch"`` is the default)
 
 
 class GRUCore(nn.Module):
@@ -181,8 +255,9 @@ def orthogonal(scale: float = 1.0):
 
 
 class _Network(nn.Module):
-    """Fields every network has: the encoder's spec and sizes, the action count, and
-    whether a GRU carries memory."""
+    """Fields every network has: the encoder's spec and sizes, the action count,
+    whether a GRU carries memory, how convolutions are computed (``"patch"`` or
+    ``"xla"``, see :class:`Conv2D`) and the compute dtype (float32 or bfloat16)."""
 
     spec: EncoderSpec
     num_actions: int
@@ -190,37 +265,50 @@ class _Network(nn.Module):
     recurrent: bool = False
     embed_dim: int = 8
     channels: int = 32
+    conv: str = "patch"
+    dtype: Any = jnp.float32
 
 
 def _trunk(net: _Network, hidden, obs, reset):
     """The encoder and, for a recurrent network, the GRU: ``(hidden, features)``. Called
     inside ``net``'s compact ``__call__``, so the submodules (``Encoder_0``, ``GRUCore_0``)
-    belong to ``net``."""
-    x = Encoder(net.spec, net.hidden, net.embed_dim, net.channels)(obs)
+    belong to ``net``. The GRU runs in float32 whatever the compute dtype."""
+    x = Encoder(net.spec, net.hidden, net.embed_dim, net.channels, net.conv, net.dtype)(obs)
     if net.recurrent:
-        hidden, x = GRUCore(net.hidden)(hidden, x, reset)
+        hidden, x = GRUCore(net.hidden)(hidden, x.astype(jnp.float32), reset)
     return hidden, x
 
 
+def _head_init(net: _Network):
+    """Initialiser of the heads' hidden layers: SocialJax's orthogonal ``sqrt(2)`` for
+    ``cnn_sj`` (their ActorCritic), flax's LeCun-normal default otherwise."""
+    return orthogonal(SJ_SCALE) if net.spec.kind == "cnn_sj" else nn.initializers.lecun_normal()
+
+
 class ActorCritic(_Network):
-    """Encoder, optional GRU, separate policy and value heads."""
+    """Encoder, optional GRU, separate policy and value heads (a hidden layer each; the
+    output layers orthogonal with scale 0.01 and 1.0). Logits and values come back as
+    float32 whatever the compute dtype."""
 
     @nn.compact
     def __call__(self, hidden, obs, reset):
         hidden, x = _trunk(self, hidden, obs, reset)
-        logits = nn.Dense(self.num_actions, kernel_init=orthogonal(0.01))(nn.relu(nn.Dense(self.hidden)(x)))
-        value = nn.Dense(1, kernel_init=orthogonal(1.0))(nn.relu(nn.Dense(self.hidden)(x)))
-        return hidden, (logits, value[:, 0])
+        dense = lambda n, init: nn.Dense(n, dtype=self.dtype, kernel_init=init)
+        init = _head_init(self)
+        logits = dense(self.num_actions, orthogonal(0.01))(nn.relu(dense(self.hidden, init)(x)))
+        value = dense(1, orthogonal(1.0))(nn.relu(dense(self.hidden, init)(x)))
+        return hidden, (logits.astype(jnp.float32), value[:, 0].astype(jnp.float32))
 
 
 class QNetwork(_Network):
-    """Encoder, optional GRU, one Q-value per action."""
+    """Encoder, optional GRU, one Q-value per action (float32 whatever the compute
+    dtype)."""
 
     @nn.compact
     def __call__(self, hidden, obs, reset):
         hidden, x = _trunk(self, hidden, obs, reset)
-        q = nn.Dense(self.num_actions)(nn.relu(nn.Dense(self.hidden)(x)))
-        return hidden, q
+        q = nn.Dense(self.num_actions, dtype=self.dtype)(nn.relu(nn.Dense(self.hidden, dtype=self.dtype)(x)))
+        return hidden, q.astype(jnp.float32)
 
 
 def hidden_size(net: ActorCritic | QNetwork) -> int:
@@ -246,11 +334,14 @@ def num_params(params: Any) -> int:
 __all__: Sequence[str] = (
     "ActorCritic",
     "QNetwork",
+    "Conv2D",
     "Encoder",
     "EncoderSpec",
     "GRUCore",
     "PatchConv",
+    "compute_dtype",
     "encoder_spec",
+    "resolve_conv",
     "hidden_size",
     "init_hidden",
     "sample_obs",

@@ -7,6 +7,10 @@ rate. PPO clips the probability ratio and the value change and makes several epo
 of minibatch passes; A2C makes one full-batch pass of the plain policy gradient with
 a learned baseline.
 
+The network's ``conv`` (``"patch"``, ``"xla"`` or ``"auto"``) and ``precision``
+(``"float32"`` or ``"bfloat16"``: bfloat16 compute, float32 parameters, Adam state and
+loss) are passed to :class:`~socialjax.agents.networks.ActorCritic`.
+
 Recurrent networks (``recurrent=True``, a GRU) are trained on whole rollout sequences:
 minibatches split the seats, never the time axis, and the GRU is replayed from the
 rollout's starting state with resets at episode starts.
@@ -33,7 +37,7 @@ from socialjax.agents.learner import (
     as_hparams,
     clip_by_global_norm,
 )
-from socialjax.agents.networks import ActorCritic, EncoderSpec, init_hidden, sample_obs
+from socialjax.agents.networks import ActorCritic, EncoderSpec, compute_dtype, init_hidden, resolve_conv, sample_obs
 from socialjax.core.spaces import Space
 
 ALGOS = ("ppo", "a2c")
@@ -78,12 +82,16 @@ class ActorCriticLearner:
         anneal_lr: bool = True,
         embed_dim: int = 8,
         channels: int = 32,
+        conv: str = "patch",
+        precision: str = "float32",
     ):
         if algo not in ALGOS:
             raise ValueError(f"algo must be one of {ALGOS}, got {algo!r}")
         self.algo = algo
         self.obs_space = obs_space
-        self.net = ActorCritic(spec, num_actions, hidden, recurrent, embed_dim, channels)
+        self.net = ActorCritic(
+            spec, num_actions, hidden, recurrent, embed_dim, channels, resolve_conv(conv), compute_dtype(precision)
+        )
         self.recurrent = recurrent
         self.update_epochs = 1 if algo == "a2c" else int(update_epochs)
         self.num_minibatches = 1 if algo == "a2c" else int(num_minibatches)

@@ -20,6 +20,11 @@ from typing import Any
 import numpy as np
 
 ALGOS = ("ppo", "a2c", "dqn")
+# the network options (socialjax.agents.networks: ENCODERS, CONVS, PRECISIONS; written
+# out here so that reading a config does not import JAX)
+NETWORKS = ("auto", "mlp", "onehot", "cnn", "cnn_sj")
+CONVS = ("auto", "patch", "xla")
+PRECISIONS = ("float32", "bfloat16")
 SEATINGS = ("independent", "shared", "grouped", "random", "fixed")
 SELECTIONS = ("none", "truncation", "pbt", "imitate")
 
@@ -41,11 +46,13 @@ class TrainConfig:
 
     # learner ------------------------------------------------------------------------
     algo: str = "ppo"  # ppo | a2c | dqn
-    network: str = "auto"  # auto | mlp | onehot | cnn (see socialjax.agents.networks)
+    network: str = "auto"  # auto | mlp | onehot | cnn | cnn_sj (see socialjax.agents.networks)
     hidden: int = 64
     recurrent: bool = False  # GRU core (PPO/A2C)
     embed_dim: int = 8  # CNN: embedding width of a grid code
-    channels: int = 32  # CNN: channels of each 3x3 convolution
+    channels: int = 32  # CNN: channels of each convolution
+    conv: str = "auto"  # CNN: patch (matrix product, fast on CPU) | xla (lax.conv, fast on GPU) | auto (by backend)
+    precision: str = "float32"  # float32 | bfloat16 (bf16 compute; float32 parameters and optimiser state)
     # schedule -----------------------------------------------------------------------
     num_envs: int = 16
     rollout_len: int = 128
@@ -148,6 +155,9 @@ class TrainConfig:
         _choice("seating", self.seating, SEATINGS)
         _choice("selection", self.selection, SELECTIONS)
         _choice("exploration", self.exploration, ("epsilon", "boltzmann"))
+        _choice("network", self.network, NETWORKS)
+        _choice("conv", self.conv, CONVS)
+        _choice("precision", self.precision, PRECISIONS)
         for name in ("hidden", "embed_dim", "channels", "num_envs", "rollout_len", "num_updates", "update_epochs",
                      "num_minibatches", "buffer_rollouts", "dqn_updates", "dqn_batch", "n_step",
                      "target_update_every", "select_every"):

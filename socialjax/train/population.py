@@ -31,7 +31,7 @@ from flax import struct
 
 from socialjax import metrics as social
 from socialjax.agents.learner import LearnerState, Rollout
-from socialjax.agents.networks import encoder_spec
+from socialjax.agents.networks import encoder_spec, resolve_conv
 from socialjax.agents.ppo import ActorCriticLearner, advantage_alignment
 from socialjax.agents.scripted import Scripted, make_scripted
 from socialjax.core.spaces import Discrete
@@ -54,14 +54,18 @@ class TrainState:
 
 
 def make_learner(env, config: TrainConfig, seats_per_learner: int, params=None):
-    """The learner object for ``config.algo`` on ``env``'s observation and action spaces."""
+    """The learner object for ``config.algo`` on ``env``'s observation and action spaces.
+    ``config.conv="auto"`` is resolved for ``jax.default_backend()`` (patch convolutions on
+    the CPU, XLA's elsewhere)."""
     params = env.default_params if params is None else params
     space = env.observation_space(params)
     action_space = env.action_space(params)
     if not isinstance(action_space, Discrete):
         raise ValueError(f"the learners need a Discrete action space; {env!r} has {action_space}")
     spec = encoder_spec(space, config.network)
-    common = dict(hidden=config.hidden, recurrent=config.recurrent, embed_dim=config.embed_dim, channels=config.channels)
+    # "auto" becomes a concrete convolution here, for the backend the program will run on
+    common = dict(hidden=config.hidden, recurrent=config.recurrent, embed_dim=config.embed_dim, channels=config.channels,
+                  conv=resolve_conv(config.conv), precision=config.precision)
     if config.algo in ("ppo", "a2c"):
         return ActorCriticLearner(
             space, spec, action_space.n, algo=config.algo, update_epochs=config.update_epochs,
