@@ -1,12 +1,34 @@
 """Network pieces: the patch convolution equals flax's convolution, and the
-Gram-Schmidt orthogonal initialiser gives orthonormal columns. Everything is computed
-in one jitted call per test (compilation is most of the time here)."""
+Gram-Schmidt orthogonal initialiser gives orthonormal columns; whole networks give the
+same parameters and outputs with either convolution (``conv``) and close outputs in
+bfloat16 (``precision``); ``cnn_sj`` has the shapes of SocialJax's CNN. Everything is
+computed in one jitted call per test or fixture (compilation is most of the time here).
+
+(bfloat16 learning, and float32 parameters and Adam state after training in bfloat16,
+are checked in tests/train/test_learning.py.)"""
 
 import flax.linen as nn
 import jax
+import jax.numpy as jnp
 import numpy as np
+import pytest
 
-from socialjax.agents.networks import PatchConv, orthogonal
+import socialjax as sj
+from socialjax.agents import networks
+from socialjax.agents.networks import (
+    ActorCritic,
+    QNetwork,
+    PatchConv,
+    encoder_spec,
+    init_hidden,
+    num_params,
+    orthogonal,
+    resolve_conv,
+    sample_obs,
+)
+from socialjax.core.spaces import Box, Dict
+from socialjax.train import TrainConfig, config as config_module
+from socialjax.train.population import make_learner
 
 KEY = jax.random.key(0)
 
@@ -60,3 +82,191 @@ def test_orthogonal_init_is_orthonormal_and_scaled():
         gram = w.T @ w if w.shape[0] >= w.shape[1] else w @ w.T
         np.testing.assert_allclose(gram, 4.0 * np.eye(gram.shape[0]), atol=1e-4)
         assert not np.allclose(w, other)  # the key matters
+
+
+# ------------------------------------------------------------------- conv and precision
+# Small observation spaces (non-square, so a transposed kernel or image would show).
+CODES = Dict({"grid": Box(0, 9, (6, 5), np.uint8), "ready_to_zap": Box(0, 1, (), np.uint8)})
+RGB = Dict({"rgb": Box(0, 255, (6, 5, 3), np.uint8), "ready_to_zap": Box(0, 1, (), np.uint8)})
+VECTOR = Box(-1.0, 1.0, (7,), np.float32)
+MEMBERS, BATCH, ACTIONS = 3, 4, 5
+# name: (network class, space, encoder, recurrent, [(conv, precision), ...]); the first
+# variant is the reference
+VARIANTS = {
+    "cnn_sj": (ActorCritic, CODES, "cnn_sj", False,
+               [("patch", "float32"), ("xla", "float32"), ("patch", "bfloat16"), ("xla", "bfloat16")]),
+    "cnn_rgb_gru": (ActorCritic, RGB, "cnn", True, [("patch", "float32"), ("xla", "float32"), ("xla", "bfloat16")]),
+    "q_mlp": (QNetwork, VECTOR, "mlp", False, [("patch", "float32"), ("patch", "bfloat16")]),
+}
+
+
+def make_net(cls, space, kind, recurrent, conv="patch", precision="float32"):
+    return cls(encoder_spec(space, kind), ACTIONS, hidden=8, recurrent=recurrent, embed_dim=3, channels=4,
+               conv=conv, dtype=networks.compute_dtype(precision))
+
+
+def draw_obs(rng, space, shape):
+    if isinstance(space, Dict):
+        return {k: draw_obs(rng, s, shape) for k, s in space.spaces.items()}
+    if np.issubdtype(space.dtype, np.integer):
+        return rng.integers(space.low, space.high.astype(np.int64) + 1, size=shape + space.shape).astype(space.dtype)
+    return rng.uniform(-1, 1, size=shape + space.shape).astype(space.dtype)
+
+
+def draw_params(rng, net, space):
+    """Random parameters for ``MEMBERS`` members (numpy draws, LeCun-like scale: the
+    outputs are O(0.1 .. 1), not the near-zero logits of the real initialisation)."""
+    shapes = jax.eval_shape(net.init, jax.random.key(0), init_hidden(net, 1), sample_obs(space, 1), jnp.zeros((1,), bool))
+
+    def draw(x):
+        fan_in = int(np.prod(x.shape[:-1])) if len(x.shape) > 1 else 1
+        return (rng.normal(size=(MEMBERS, *x.shape)) / np.sqrt(fan_in)).astype(np.float32)
+
+    return jax.tree_util.tree_map(draw, shapes)
+
+
+@pytest.fixture(scope="module")
+def outputs():
+    """Per network: for each (conv, precision), the outputs of the members, vmapped,
+    on the same parameters and inputs; and the initial parameters of the first and last
+    variants for the same key. One compiled call, matrix products at full float32
+    precision (so that TF32 on a GPU would not blur the patch/XLA comparison)."""
+    rng = np.random.default_rng(0)
+    inputs = {}
+    for name, (cls, space, kind, recurrent, variants) in VARIANTS.items():
+        net = make_net(cls, space, kind, recurrent)
+        hidden = rng.normal(size=(MEMBERS, BATCH, networks.hidden_size(net))).astype(np.float32)
+        reset = np.zeros((MEMBERS, BATCH), bool)
+        reset[:, 0] = True
+        inputs[name] = (draw_params(rng, net, space), hidden, draw_obs(rng, space, (MEMBERS, BATCH)), reset)
+
+    @jax.jit
+    def compute(inputs):
+        out = {}
+        for name, (cls, space, kind, recurrent, variants) in VARIANTS.items():
+            params, hidden, obs, reset = inputs[name]
+            for conv, precision in variants:
+                net = make_net(cls, space, kind, recurrent, conv, precision)
+                out[name, conv, precision] = jax.vmap(net.apply)(params, hidden, obs, reset)
+            (c0, p0), (c1, p1) = variants[0], variants[-1]
+            dummy = (init_hidden(net, 1), sample_obs(space, 1), jnp.zeros((1,), bool))
+            out[name, "init"] = tuple(make_net(cls, space, kind, recurrent, c, p).init(jax.random.key(1), *dummy)
+                                      for c, p in ((c0, p0), (c1, p1)))
+        return out
+
+    with jax.default_matmul_precision("highest"):
+        return jax.device_get(compute(inputs))
+
+
+def leaves(out):
+    """``(hidden, logits, value)`` or ``(hidden, q)`` as a flat list."""
+    return jax.tree_util.tree_leaves(out)
+
+
+@pytest.mark.parametrize("name", ["cnn_sj", "cnn_rgb_gru"])
+def test_xla_and_patch_convolutions_give_the_same_network(outputs, name):
+    """Same parameters (names, shapes, initial values) whatever ``conv`` and
+    ``precision``, and with the same parameters the same outputs, vmapped over members."""
+    init_a, init_b = outputs[name, "init"]
+    assert jax.tree_util.tree_structure(init_a) == jax.tree_util.tree_structure(init_b)
+    for a, b in zip(jax.tree_util.tree_leaves(init_a), jax.tree_util.tree_leaves(init_b)):
+        assert a.dtype == b.dtype == np.float32
+        np.testing.assert_array_equal(a, b)
+    ref, got = leaves(outputs[name, "patch", "float32"]), leaves(outputs[name, "xla", "float32"])
+    for want, have in zip(ref, got):
+        assert have.shape == want.shape and have.dtype == want.dtype == np.float32
+        np.testing.assert_allclose(have, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_bfloat16_outputs_are_float32_and_close_to_float32(outputs, name):
+    """bfloat16 compute returns float32 logits, values, Q-values and GRU state, within
+    bfloat16 rounding of the float32 network (a few per cent of the output scale) but
+    not equal to it (the computation did run in bfloat16)."""
+    variants = VARIANTS[name][-1]
+    ref = leaves(outputs[name, *variants[0]])
+    for conv, precision in variants:
+        if precision != "bfloat16":
+            continue
+        got = leaves(outputs[name, conv, precision])
+        for want, have in zip(ref, got):
+            assert have.dtype == np.float32 and have.shape == want.shape
+            scale = np.abs(want).max()
+            assert np.abs(have - want).max() < 5e-2 * scale, (conv, np.abs(have - want).max(), scale)
+        assert any(np.abs(have - want).max() > 0 for want, have in zip(ref, got))
+
+
+# ------------------------------------------------------------------------------ cnn_sj
+# SocialJax's IPPO CNN (cooperativex/SocialJax, algorithms/utils/networks.py, CNN and
+# ActorCritic): Conv 32 5x5, Conv 32 3x3, Conv 32 3x3 (stride 1, SAME), Dense 64, then
+# actor Dense 64 -> Dense A and critic Dense 64 -> Dense 1. On our Clean Up observation
+# (11x11 codes 0..43, embedded in 8 dimensions; 9 actions) with the default widths
+# (channels 32, hidden 64) and our ready_to_zap flag appended to the 64 features:
+CLEANUP_SJ = {
+    "Encoder_0/Embed_0/embedding": (44, 8),  # 352
+    "Encoder_0/Conv_0/kernel": (5, 5, 8, 32), "Encoder_0/Conv_0/bias": (32,),  # 6,432
+    "Encoder_0/Conv_1/kernel": (3, 3, 32, 32), "Encoder_0/Conv_1/bias": (32,),  # 9,248
+    "Encoder_0/Conv_2/kernel": (3, 3, 32, 32), "Encoder_0/Conv_2/bias": (32,),  # 9,248
+    "Encoder_0/Dense_0/kernel": (11 * 11 * 32, 64), "Encoder_0/Dense_0/bias": (64,),  # 247,872
+    "Dense_1/kernel": (65, 64), "Dense_1/bias": (64,),  # actor hidden: 4,224
+    "Dense_0/kernel": (64, 9), "Dense_0/bias": (9,),  # actor output: 585
+    "Dense_3/kernel": (65, 64), "Dense_3/bias": (64,),  # critic hidden: 4,224
+    "Dense_2/kernel": (64, 1), "Dense_2/bias": (1,),  # critic output: 65
+}
+CLEANUP_SJ_PARAMS = 352 + 6432 + 9248 + 9248 + 247872 + 4224 + 585 + 4224 + 65  # 282,250
+# (Their own input is a 19-channel one-hot 11x11 image without the flag: Conv_0 has
+# 5*5*19*32 + 32 = 15,232 parameters and the heads 64 inputs, 290,570 in all.)
+
+
+def param_shapes(net, space):
+    shapes = jax.eval_shape(net.init, jax.random.key(0), init_hidden(net, 1), sample_obs(space, 1), jnp.zeros((1,), bool))
+    return {"/".join(k.key for k in path[1:]): x.shape for path, x in jax.tree_util.tree_leaves_with_path(shapes)}
+
+
+def test_cnn_sj_has_socialjax_layers_on_cleanup_codes_and_rgb():
+    """``network="cnn_sj"`` through make_learner with the default config: the shapes
+    derived above from SocialJax's network; on RGB frames (88x88x3) only the first
+    convolution's input channels and the flattened width change."""
+    for obs_mode in ("codes", "rgb"):
+        env = sj.make("cleanup") if obs_mode == "codes" else sj.make("cleanup", obs_mode="rgb")
+        net = make_learner(env, TrainConfig(network="cnn_sj"), 1).net
+        got = param_shapes(net, env.observation_space(env.default_params))
+        if obs_mode == "codes":
+            assert got == CLEANUP_SJ
+            assert sum(int(np.prod(s)) for s in got.values()) == CLEANUP_SJ_PARAMS == 282_250
+        else:
+            want = {k: v for k, v in CLEANUP_SJ.items() if "Embed" not in k}
+            want["Encoder_0/Conv_0/kernel"] = (5, 5, 3, 32)
+            want["Encoder_0/Dense_0/kernel"] = (88 * 88 * 32, 64)
+            assert got == want
+
+
+# ------------------------------------------------------------------------ the settings
+def test_conv_and_precision_settings_are_checked_and_resolved():
+    """``conv="auto"`` is the patch product on the CPU backend and XLA's convolution
+    elsewhere, resolved when the learner is built; unknown values are rejected before
+    anything is compiled; ``socialjax train --set conv=xla`` reaches the config."""
+    from socialjax.cli import _option, config_overrides
+
+    assert resolve_conv("auto", "cpu") == "patch"
+    assert resolve_conv("auto", "gpu") == resolve_conv("auto", "tpu") == "xla"
+    assert resolve_conv("patch", "gpu") == "patch" and resolve_conv("xla", "cpu") == "xla"
+    env = sj.make("cleanup")
+    for algo in ("ppo", "dqn"):
+        net = make_learner(env, TrainConfig(algo=algo, precision="bfloat16"), 4).net
+        assert net.conv == ("patch" if jax.default_backend() == "cpu" else "xla")
+        assert net.dtype == jnp.bfloat16
+        assert make_learner(env, TrainConfig(algo=algo, conv="xla"), 4).net.dtype == jnp.float32
+    for field, bad in (("conv", "gpu"), ("precision", "float16"), ("network", "resnet")):
+        with pytest.raises(ValueError, match=field):
+            TrainConfig(**{field: bad}).validate()
+    with pytest.raises(ValueError, match="conv"):
+        resolve_conv("cudnn")
+    with pytest.raises(ValueError, match="precision"):
+        networks.compute_dtype("fp16")
+    # the config's copies of the option lists (it does not import JAX) agree
+    assert config_module.NETWORKS == networks.ENCODERS
+    assert config_module.CONVS == networks.CONVS
+    assert config_module.PRECISIONS == tuple(networks.PRECISIONS)
+    overrides = config_overrides([_option("conv=xla"), _option("precision=bfloat16"), _option("network=cnn_sj")])
+    assert TrainConfig().replace(**overrides) == TrainConfig(conv="xla", precision="bfloat16", network="cnn_sj")
