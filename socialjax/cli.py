@@ -112,7 +112,11 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--out", default=None, help="output folder (default results/<preset>)")
     train.add_argument("--chunk", type=_positive_int, default=None, metavar="K",
                        help="compute the runs K at a time on each device, so that a run's bits do not depend on "
-                            "how many runs share the batch (slower where a wide vmap pays, e.g. on a GPU)")
+                            "how many runs share the batch (slower where a wide vmap pays, e.g. on a GPU); by "
+                            "default all of a device's runs at once, or the largest chunk that fits its memory")
+    train.add_argument("--memory", type=_positive_float, default=None, metavar="GIB",
+                       help="memory each device may use, in GiB (default: what the device holds); runs that do not "
+                            "fit are computed in chunks that do")
     train.add_argument("--quiet", action="store_true", help="no progress or summary output")
     donor = train.add_argument_group("donor-evolution only")
     donor.add_argument("--generations", type=_positive_int, default=None, help="generations (default 10)")
@@ -304,8 +308,12 @@ def train_preset(parser: argparse.ArgumentParser, args: argparse.Namespace, pres
               f"{grid_size} grid point(s){f' ({sweep})' if sweep else ''} x {seeds} seed(s), "
               f"{config.num_updates} updates of {config.num_envs} games x {config.rollout_len} steps, on "
               f"{len(devices)} {devices[0].platform} device(s); compiling...", flush=True)
-    result = run(env, config, seeds=np.arange(seeds), base_seed=args.seed, progress=not args.quiet,
-                 label=preset.name, chunk=args.chunk)
+    try:
+        result = run(env, config, seeds=np.arange(seeds), base_seed=args.seed, progress=not args.quiet,
+                     label=preset.name, chunk=args.chunk,
+                     memory=None if args.memory is None else int(args.memory * 2**30))
+    except MemoryError as err:  # raised after compiling, before anything ran
+        parser.exit(1, f"socialjax train {preset.name}: {err}\n")
     text = results.save_run(result, out_dir, env_name=preset.env, env_options=env_options, preset=preset.name,
                             base_seed=args.seed)
     if not args.quiet:

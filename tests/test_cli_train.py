@@ -194,6 +194,7 @@ def test_summary_is_printed_and_saved(ipd_run):
     summary = (ipd_run.dir / "summary.txt").read_text()
     assert summary.strip() in ipd_run.out
     for text in ("ipd-ppo: ipd (num_rounds=100), PPO, seating independent", "4 run(s) = 2 grid point(s) x 2 seed(s)",
+                 "4 run(s) per device, computed together; the program needs",
                  "env-steps/s", "agent-steps/s", "grid point 0: lr=0.001", "grid point 1: lr=0.003",
                  "learner 0", "learner 1", "efficiency", "equality", "sustainability", "peace",
                  "self-play (diagonal)", "off-diagonal", "non-finite losses: none"):
@@ -201,6 +202,25 @@ def test_summary_is_printed_and_saved(ipd_run):
     # the first -> last reward rates are the metrics' own numbers
     rr = ipd_run.result.metrics["reward_rate"]
     assert f"{rr[1, :, -1, 0].astype(np.float64).mean():.4g}" in summary
+
+
+def test_a_run_that_cannot_fit_the_device_is_a_one_line_error(monkeypatch, capsys, tmp_path):
+    """``run`` refuses a program bigger than the device (tests/train/test_run.py); the CLI
+    passes ``--memory`` on in bytes and reports the refusal in one line, exit code 1,
+    writing nothing."""
+    seen = {}
+
+    def refuse(*args, **kwargs):
+        seen.update(kwargs)
+        raise MemoryError("one run of this config needs 2.00 GiB on cpu:0; reduce num_envs")
+
+    monkeypatch.setattr(run_mod, "run", refuse)
+    with pytest.raises(SystemExit) as exc:
+        cli.main(IPD_ARGS + ["--memory", "0.5", "--out", str(tmp_path / "out")])
+    assert exc.value.code == 1
+    assert seen["memory"] == 2**29
+    assert "socialjax train ipd-ppo: one run of this config needs 2.00 GiB" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
 
 
 def test_checkpoint_round_trips_bit_for_bit(ipd_run):

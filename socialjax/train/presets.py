@@ -32,7 +32,7 @@ PROGRESS_LINES = 10  # progress lines per run when a preset leaves log_every uns
 # the small CNN presets: a narrow network and independent PPO learners, sized for a CPU
 SMALL_CNN = dict(hidden=32, channels=8, embed_dim=4)
 SMALL_IPPO = dict(seating="independent", update_epochs=2, num_minibatches=2, lr=1e-3, **SMALL_CNN)
-SMALL_SEEDS = 4  # the CNN presets: run() computes at least 4 runs per device anyway (run.MIN_PER_DEVICE)
+SMALL_SEEDS = 4  # the CNN presets: seeds per run (a mean and a spread; one vmapped call on a CPU)
 
 # Weis et al. (2026): 100-round IPD; co-players drawn from a pool mixing learners and
 # random memory-one tabular strategies (half each here).

@@ -94,6 +94,8 @@ def save_run(
         "sweep": sorted(result.config.sweep_axes()),
         "seconds": float(result.seconds),
         "compile_seconds": float(getattr(result, "compile_seconds", 0.0)),
+        "per_device": int(getattr(result, "per_device", 0)),
+        "chunk": getattr(result, "chunk", None),
         "nan_runs": list(result.nan_runs),
     }
     (out / CONFIG_FILE).write_text(json.dumps(meta, indent=2, default=_json_default) + "\n")
@@ -292,6 +294,12 @@ def format_summary(result, *, env_name: str | None = None, env_options: dict | N
     lines.append(f"{G * S} run(s) = {G} grid point(s) x {S} seed(s); each {U} updates x {E} games x {T} steps")
     compile_s = float(getattr(result, "compile_seconds", 0.0))
     run_s = max(result.seconds - compile_s, 1e-9)
+    per_device = getattr(result, "per_device", None)
+    if per_device:
+        chunk = getattr(result, "chunk", None)
+        lines.append(f"{per_device} run(s) per device, " + (f"computed {chunk} at a time" if chunk else "computed together")
+                     + (f"; the program needs {getattr(result, 'memory_bytes', 0) / 2**20:,.1f} MiB per device"
+                        if getattr(result, "memory_bytes", 0) else ""))
     lines.append(f"wall time {result.seconds:.1f} s = compile {compile_s:.1f} s + run {run_s:.1f} s; "
                  f"{env_steps / run_s:,.0f} env-steps/s, {env_steps * N / run_s:,.0f} agent-steps/s over the run "
                  "(training and evaluation time, training steps counted)")

@@ -19,14 +19,24 @@ compiles a vmapped program differently for different batch sizes, and the float
 results can differ in their last bits. Measured on CPU (PPO vs TFT in the IPD): a run's
 bits were the same at 4, 5, 6 and 8 runs per device, but its learner parameters
 differed at 64 runs per device (its social metrics already at 16), and batches of one
-to three differ again. So each device gets at least four runs (a lone run is padded),
-and ``chunk=k`` computes the runs ``k`` at a time on each device (``lax.map`` over
-vmapped chunks; the per-device count is padded to a multiple of ``k``): every chunk is
-then the same program, and a run gives the same bits alone or in a batch of a
-thousand (checked at 4, 16 and 64 runs per device). ``chunk`` costs speed where a wide
-vmap pays (GPUs); leave it ``None`` for throughput. A batch that does not fill its
-blocks is padded with copies of its last run; the copies are dropped from the result.
-Devices that would hold only padding are left idle.
+to three differ again. So a run's bits are fixed by its seed, its config, the backend
+and the number of runs computed together on a device: ``chunk=k`` computes a device's
+runs ``k`` at a time (``lax.map`` over vmapped chunks; the per-device count is padded
+to a multiple of ``k``), every chunk is then the same program, and a run gives the same
+bits alone or in a batch of a thousand (checked at 4, 16 and 64 runs per device).
+``chunk`` costs speed where a wide vmap pays (GPUs); leave it ``None`` for throughput.
+:class:`RunResult` records ``per_device`` and ``chunk``, so a run can be recomputed to
+the bit. Runs are not padded beyond equal blocks (a lone run is computed once, not
+four times), and a batch that does not fill its blocks is padded with copies of its
+last run, which are dropped from the result. Devices that would hold only padding are
+left idle.
+
+Memory. Before running, the compiled program's memory analysis is compared with what a
+device can hold (its allocator's limit on GPUs and TPUs, the physical memory on the
+CPU: a property of the device, not of the moment, so the same machine makes the same
+choice). When the runs of a device do not fit, they are computed in chunks that do
+(the largest chunk that fits, evened out so that padding is smallest); when one run
+does not fit, a ``MemoryError`` names the sizes to reduce, before anything has run.
 
 Across hosts, call ``jax.distributed.initialize()`` first (before any other JAX call) on
 every host, run the same script everywhere and pass ``devices=jax.devices()``: every
@@ -38,6 +48,7 @@ path is written to JAX's multi-controller model but has not been run on several 
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Sequence
@@ -51,7 +62,7 @@ from socialjax.train.population import make_train
 from socialjax.train.progress import Progress
 
 
-MIN_PER_DEVICE = 4
+MEMORY_HEADROOM = 0.9  # share of a device's memory a program may plan to use (XLA needs scratch beyond its plan)
 
 
 @dataclasses.dataclass
@@ -62,7 +73,11 @@ class RunResult:
     trained :class:`~socialjax.train.population.TrainState` (numpy leaves);
     ``grid``: ``{hyperparameter: (G,)}``; ``seeds``: ``(S,)``; ``nan_runs``: a line per
     run whose learning halted on a non-finite loss; ``seconds``: wall time of the call,
-    compilation included; ``compile_seconds``: the part spent compiling."""
+    compilation included; ``compile_seconds``: the part spent compiling;
+    ``per_device``: runs computed on each device (padding included); ``chunk``: runs
+    computed together within a device (``None``: all ``per_device`` at once), which with
+    the seed, config and backend fixes a run's bits; ``memory_bytes``: what the compiled
+    per-device program needs (XLA's memory analysis)."""
 
     config: TrainConfig
     env_name: str
@@ -73,6 +88,9 @@ class RunResult:
     nan_runs: list[str]
     seconds: float
     compile_seconds: float = 0.0
+    per_device: int = 1
+    chunk: int | None = None
+    memory_bytes: int = 0
 
     @property
     def num_runs(self) -> int:
@@ -96,13 +114,19 @@ def run(
     progress: bool | Progress = True,
     label: str = "",
     chunk: int | None = None,
+    memory: int | None = None,
 ) -> RunResult:
     """Train ``len(grid) x len(seeds)`` runs in one call: equal blocks of runs, one per
     device, each device running the same compiled single-device program.
 
     ``chunk``: compute the runs this many at a time on each device, so that a run's bits
     do not depend on the batch it ran in (see the module docstring); ``None`` (default)
-    vmaps over all of a device's runs at once, the fastest.
+    vmaps over all of a device's runs at once, the fastest, and falls back to the
+    largest chunk that fits when they do not fit in memory together.
+
+    ``memory``: bytes a device may use (default: what the device holds, see
+    :func:`device_memory`); a program that needs more is chunked, or refused with a
+    ``MemoryError`` when one run alone needs more.
 
     ``devices``: where the runs go (default: this host's devices, ``jax.local_devices()``);
     see the module docstring for several hosts."""
@@ -114,6 +138,8 @@ def run(
         raise ValueError("seeds must be distinct (a repeated seed repeats the same run)")
     if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 1):
         raise ValueError(f"chunk must be a positive int or None, got {chunk!r}")
+    if memory is not None and (isinstance(memory, bool) or not isinstance(memory, (int, np.integer)) or memory < 1):
+        raise ValueError(f"memory must be a positive number of bytes or None, got {memory!r}")
     config.validate()
     grid = config.hparam_grid()
     G, S = len(next(iter(grid.values()))), len(seeds)
@@ -121,22 +147,19 @@ def run(
     devices = list(devices) if devices is not None else jax.local_devices()
     if not devices:
         raise ValueError("devices must name at least one device")
-    layout = lay_out(R, devices, chunk)
-    run_seeds = np.tile(seeds, G)[layout.index]
-    run_grid = {k: np.repeat(v, S)[layout.index] for k, v in grid.items()}
 
     if isinstance(progress, Progress):
         prog = progress
     elif progress and config.log_every:
-        prog = Progress(config.num_updates, layout.local_slots, label=label, format_line=_line)
+        prog = Progress(config.num_updates, 1, label=label, format_line=_line)
     else:
         prog = None
     train = make_train(env, config, params=params, progress=prog)
-    program = device_program(train, chunk)
-    keys = run_keys(run_seeds, base_seed)
-    hparams = {k: np.asarray(v) for k, v in run_grid.items()}
     start = time.perf_counter()
-    compiled, inputs = compile_blocks(program, layout, keys, hparams)
+    compiled, inputs, layout, chunk, need = compile_fitting(train, config, R, devices, seeds, grid, S, base_seed,
+                                                            chunk, memory)
+    if prog is not None and not isinstance(progress, Progress):
+        prog.num_runs = layout.local_slots
     compile_seconds = time.perf_counter() - start
     states, metrics = execute_blocks(compiled, inputs, layout)
     metrics = jax.tree_util.tree_map(lambda x: x[:R].reshape(G, S, *x.shape[1:]), metrics)
@@ -154,8 +177,104 @@ def run(
                     f"(learner {int(metrics['nan_member'][g, s])}); its updates stopped there"
                 )
     name = getattr(env, "name", None) or type(getattr(env, "unwrapped", env)).__name__
-    return RunResult(config, str(name), seeds, grid, metrics, states, nan_runs, seconds, compile_seconds)
+    return RunResult(config, str(name), seeds, grid, metrics, states, nan_runs, seconds, compile_seconds,
+                     layout.per_device, chunk, need)
 
+
+def compile_fitting(train, config, num_runs, devices, seeds, grid, S, base_seed, chunk, memory):
+    """Lay the runs out, compile, and check the program against the device's memory:
+    when it does not fit, chunk the runs (or, with ``chunk`` given or one run per
+    device, raise ``MemoryError``). Returns ``(compiled, inputs, layout, chunk, bytes)``."""
+    asked = chunk
+    while True:
+        layout = lay_out(num_runs, devices, chunk)
+        keys = run_keys(np.tile(seeds, num_runs // S)[layout.index], base_seed)
+        hparams = {k: np.repeat(v, S)[layout.index] for k, v in grid.items()}
+        limit = memory if memory is not None else device_memory(layout.devices[0])
+        found = {}
+
+        def fits(first):
+            found["need"] = need = program_bytes(first)
+            if limit is None or need <= MEMORY_HEADROOM * limit:
+                return True
+            group = chunk or layout.per_device
+            if asked is not None or group == 1:
+                raise MemoryError(_too_big(config, need, limit, layout, asked))
+            found["chunk"] = fit_chunk(layout.per_device, group, first.memory_analysis(), MEMORY_HEADROOM * limit)
+            return False
+
+        done = compile_blocks(device_program(train, chunk), layout, keys, hparams, fits)
+        if done is not None:
+            return (*done, layout, chunk, found.get("need", 0))
+        # the estimate is linear in the chunk; when even one run seems not to fit, the
+        # one-run program is compiled to say so with its real size; when a chunked
+        # program still does not fit, the next round halves the chunk
+        new = max(found["chunk"], 1)
+        chunk = new if chunk is None else min(new, chunk // 2)
+
+
+def device_memory(device) -> int | None:
+    """Bytes a program may plan to use on ``device``: the allocator's limit on GPUs and
+    TPUs (``memory_stats()["bytes_limit"]``), the machine's physical memory on the CPU,
+    ``None`` when the device does not say."""
+    stats = None
+    try:
+        stats = device.memory_stats()
+    except Exception:  # some backends do not implement it
+        pass
+    if stats and stats.get("bytes_limit"):
+        return int(stats["bytes_limit"])
+    if getattr(device, "platform", None) == "cpu":
+        try:
+            return int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+        except (ValueError, OSError, AttributeError):
+            return None
+    return None
+
+
+def program_bytes(compiled) -> int:
+    """What a compiled program needs on its device, from XLA's memory analysis:
+    arguments, outputs and temporaries (less what outputs alias), or the reported peak
+    when that is larger."""
+    m = compiled.memory_analysis()
+    if m is None:
+        return 0
+    total = m.argument_size_in_bytes + m.output_size_in_bytes + m.temp_size_in_bytes - m.alias_size_in_bytes
+    return int(max(total, getattr(m, "peak_memory_in_bytes", 0) or 0))
+
+
+def fit_chunk(per_device: int, group: int, analysis, budget: float) -> int:
+    """The chunk of runs per device that fits ``budget`` bytes, from the memory analysis
+    of a program that computes ``group`` runs together over ``per_device`` runs: the
+    temporaries scale with the chunk, the arguments and outputs (every run's keys,
+    results and trained state) do not shrink. The chunk is then evened out (the same
+    number of chunks, padding smallest). 0 when not even one run fits."""
+    fixed = analysis.argument_size_in_bytes + analysis.output_size_in_bytes - analysis.alias_size_in_bytes
+    per_run = max(analysis.temp_size_in_bytes, 1) / group
+    k = int((budget - fixed) // per_run)
+    k = min(k, group - 1)
+    if k < 1:
+        return 0
+    n = -(-per_device // k)  # chunks needed at k; the smallest chunk with that many
+    return -(-per_device // n)
+
+
+def _too_big(config, need: int, limit: int, layout: Layout, asked: int | None) -> str:
+    device = layout.devices[0]
+    if asked is not None:
+        what = f"computing chunk={asked} runs at a time, the {layout.per_device} runs of a device need"
+    elif layout.per_device == 1:
+        what = "one run of this config needs"
+    else:
+        what = f"computing one run at a time, the {layout.per_device} runs of a device need"
+    sizes = (f"num_envs ({config.num_envs}) x rollout_len ({config.rollout_len}) (the stored rollout), "
+             f"the minibatch (the rollout's samples / num_minibatches ({config.num_minibatches})) and the network "
+             f"(hidden={config.hidden}, channels={config.channels})")
+    return (f"{what} {_size(need)} on {device}; {_size(MEMORY_HEADROOM * limit)} is usable "
+            f"({MEMORY_HEADROOM:.0%} of {_size(limit)}). "
+            + ("Pass a smaller chunk, or none to let run() choose one that fits. " if asked is not None else "")
+            + f"A run's memory grows with {sizes}: reduce num_envs or rollout_len, or raise num_minibatches"
+            + ("." if layout.per_device == 1 else ", or spread the runs over more devices or calls."))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -184,14 +303,12 @@ class Layout:
 
 
 def lay_out(num_runs: int, devices: Sequence[jax.Device], chunk: int | None = None) -> Layout:
-    """Blocks of at least :data:`MIN_PER_DEVICE` runs (whole chunks with ``chunk``),
-    spread over as many of ``devices`` as hold a real run. Over several hosts every
-    device gets a block (each host must hold the same number of blocks to gather)."""
+    """Equal blocks of runs (whole chunks with ``chunk``), spread over as many of
+    ``devices`` as hold a real run. Over several hosts every device gets a block (each
+    host must hold the same number of blocks to gather)."""
     D = len(devices)
     if chunk is None:
-        # XLA compiles batches of one to three differently (a batch of one is squeezed;
-        # 2 and 3 gave other bits than 4+ on CPU)
-        per_device = max(-(-num_runs // D), MIN_PER_DEVICE)
+        per_device = -(-num_runs // D)
     else:  # every chunk is the same program, whatever its size; pad to whole chunks
         per_device = -(-num_runs // (D * chunk)) * chunk
     if _multihost(devices):
@@ -210,10 +327,13 @@ def device_program(train: Callable, chunk: int | None = None) -> Callable:
     return jax.jit(lambda keys, hp: jax.lax.map(lambda args: train(*args), (keys, hp), batch_size=chunk))
 
 
-def compile_blocks(program: Callable, layout: Layout, keys: jax.Array, hparams: dict[str, np.ndarray]):
+def compile_blocks(program: Callable, layout: Layout, keys: jax.Array, hparams: dict[str, np.ndarray],
+                   fits: Callable[[Any], bool] | None = None):
     """Put each of this host's blocks on its device and compile ``program`` there (one
-    compile per device, in parallel threads: the same HLO everywhere, so the same bits).
-    Returns the compiled programs and their inputs, for this host's devices only."""
+    compile per device: the same HLO everywhere, so the same bits). The first block is
+    compiled alone and shown to ``fits`` (which may refuse it: then ``None`` is returned
+    before the others compile); the rest compile in parallel threads. Returns the
+    compiled programs and their inputs, for this host's devices only."""
     B = layout.per_device
     here = jax.process_index()
     blocks = []
@@ -224,8 +344,11 @@ def compile_blocks(program: Callable, layout: Layout, keys: jax.Array, hparams: 
         args = (jax.device_put(keys[part], device), {k: jax.device_put(v[part], device) for k, v in hparams.items()})
         blocks.append(args)
     lowered = [program.lower(*args) for args in blocks]  # tracing is shared; lowering is cheap
-    with ThreadPoolExecutor(len(lowered)) as pool:
-        return list(pool.map(lambda low: low.compile(), lowered)), blocks
+    first = lowered[0].compile()
+    if fits is not None and not fits(first):
+        return None
+    with ThreadPoolExecutor(max(len(lowered) - 1, 1)) as pool:
+        return [first, *pool.map(lambda low: low.compile(), lowered[1:])], blocks
 
 
 def execute_blocks(compiled: list, inputs: list, layout: Layout):
@@ -241,6 +364,14 @@ def execute_blocks(compiled: list, inputs: list, layout: Layout):
     # (processes, local slots, ...) in process order, which is the block order
     gathered = multihost_utils.process_allgather(local, tiled=False)
     return jax.tree_util.tree_map(lambda x: np.asarray(x).reshape(-1, *x.shape[2:]), gathered)
+
+
+def _size(n: float) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.2f} {unit}"
+        n /= 1024
+    raise AssertionError
 
 
 def _multihost(devices: Sequence[jax.Device]) -> bool:

@@ -1,10 +1,12 @@
 """``sj.train.run``: the same seed gives the same bits whatever batch, grid or device
 count it ran in; seeds given as a count or a list; bad seeds rejected; how runs are laid
-out over devices.
+out over devices; runs that do not fit a device's memory are chunked, and one that
+cannot fit is refused before it runs.
 
 Compilation dominates the run time, so the runs compared are the session fixture
 ``ipd_tft`` of tests/train/conftest.py (PPO vs TFT, 2 learning rates x 4 seeds, one
-device), one lone run here, and one batch in a subprocess that fakes 8 CPU devices.
+device), one lone run here, and one batch in a subprocess that fakes 8 CPU devices; the
+memory-fitting logic is exercised on a toy program that compiles in a second.
 """
 
 import os
@@ -13,17 +15,19 @@ import sys
 import textwrap
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import socialjax as sj
-from socialjax.train.run import MIN_PER_DEVICE, lay_out, run_keys
+from socialjax.train.run import MEMORY_HEADROOM, compile_fitting, execute_blocks, fit_chunk, lay_out, run_keys
 
 from train_configs import IPD_ROUNDS, IPD_TFT, IPD_TFT_SEEDS, ipd_env
 
 LONE_SEED = 1
 LONE_LR = 3e-3
-SHARDED_SEEDS = 5  # 2 learning rates x 5 seeds = 10 runs: blocks of 4, 4 and 2 + 2 padding
+SHARDED_SEEDS = 5  # 2 learning rates x 5 seeds = 10 runs in chunks of 4: blocks of 4, 4 and 2 + 2 padding
+CHUNK = 4
 
 SHARDED = textwrap.dedent(
     """
@@ -36,7 +40,7 @@ SHARDED = textwrap.dedent(
     assert len(jax.devices()) == 8, jax.devices()
     config = eval(sys.argv[1], {{"TrainConfig": TrainConfig}})
     env = sj.make("ipd", num_rounds={rounds})
-    result = sj.train.run(env, config, seeds={seeds}, devices=jax.devices(), progress=False)
+    result = sj.train.run(env, config, seeds={seeds}, devices=jax.devices(), progress=False, chunk={chunk})
     out = {{f"metric|{{k}}": v for k, v in result.metrics.items()}}
     out.update({{f"state|{{i}}": np.asarray(x) for i, x in enumerate(jax.tree_util.tree_leaves(result.states))}})
     out["seeds"] = result.seeds
@@ -53,13 +57,13 @@ def as_run(result):
 @pytest.fixture(scope="module")
 def sharded(tmp_path_factory):
     """The ``ipd_tft`` grid (lr 3e-3 and 1e30) for seeds 0..4, run in a subprocess with
-    8 fake CPU devices: 10 runs in blocks of 4 on devices 0, 1 and 2, the last block
-    padded. A dict with ``metrics``, ``states`` (leaves) and ``seeds``."""
+    8 fake CPU devices in chunks of 4: 10 runs in blocks of 4 on devices 0, 1 and 2, the
+    last block padded. A dict with ``metrics``, ``states`` (leaves) and ``seeds``."""
     if jax.default_backend() != "cpu":
         pytest.skip("compares with this process's CPU results")
     path = tmp_path_factory.mktemp("sharded") / "runs.npz"
     env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=8", "JAX_PLATFORMS": "cpu"}
-    code = SHARDED.format(rounds=IPD_ROUNDS, seeds=SHARDED_SEEDS)
+    code = SHARDED.format(rounds=IPD_ROUNDS, seeds=SHARDED_SEEDS, chunk=CHUNK)
     done = subprocess.run([sys.executable, "-c", code, repr(IPD_TFT), str(path)], env=env, capture_output=True,
                           text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -75,8 +79,11 @@ def sharded(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def lone():
-    """Seed 1 at lr 3e-3 alone (one seed, one-point grid) on this process's one device."""
-    return as_run(sj.train.run(ipd_env(), IPD_TFT.replace(lr=LONE_LR), seeds=[LONE_SEED], progress=False))
+    """Seed 1 at lr 3e-3 alone (one seed, one-point grid) on this process's one device,
+    in a chunk of 4 (the run and three copies of it)."""
+    result = sj.train.run(ipd_env(), IPD_TFT.replace(lr=LONE_LR), seeds=[LONE_SEED], progress=False, chunk=CHUNK)
+    assert (result.per_device, result.chunk) == (CHUNK, CHUNK)
+    return as_run(result)
 
 
 def assert_same_run(a, b, index_a, index_b):
@@ -90,10 +97,10 @@ def assert_same_run(a, b, index_a, index_b):
 
 
 def test_a_seed_gives_the_same_bits_alone_on_one_device_or_in_a_batch_over_devices(lone, sharded):
-    """Seed 1 at lr 3e-3 gives bit-identical metrics and trained states alone on one
-    device (padded to a block of 4) and inside a batch of 10 runs (5 seeds x 2 learning
-    rates, half of them halted on NaN) spread over 3 of 8 devices. Only the real runs
-    come back from padded batches."""
+    """With ``chunk=4``, seed 1 at lr 3e-3 gives bit-identical metrics and trained states
+    alone on one device and inside a batch of 10 runs (5 seeds x 2 learning rates, half
+    of them halted on NaN) spread over 3 of 8 devices. Only the real runs come back
+    from padded batches."""
     np.testing.assert_array_equal(sharded["seeds"], np.arange(SHARDED_SEEDS))
     for k, v in sharded["metrics"].items():
         assert lone["metrics"][k].shape[:2] == (1, 1) and v.shape[:2] == (2, SHARDED_SEEDS), k
@@ -106,9 +113,10 @@ def test_a_seed_gives_the_same_bits_alone_on_one_device_or_in_a_batch_over_devic
 
 
 def test_a_run_gives_the_same_bits_on_one_device_as_on_several(ipd_tft, sharded):
-    """The contract (DESIGN.md): the same bits however many devices a batch is spread
-    over, one device included: the ``ipd_tft`` batch (8 runs on this process's single
-    device) against the same runs among the 10 spread over 3 devices in the subprocess."""
+    """The same bits however many devices a batch is spread over, one device included:
+    the ``ipd_tft`` batch (8 runs vmapped together on this process's single device)
+    against the same runs among the 10 spread over 3 devices in chunks of 4 in the
+    subprocess (4 to 8 runs computed together gave the same bits on CPU: run.py)."""
     assert_same_run(as_run(ipd_tft), sharded, (slice(None), slice(0, IPD_TFT_SEEDS)),
                     (slice(None), slice(0, IPD_TFT_SEEDS)))
 
@@ -121,8 +129,10 @@ class _Device:
 
 
 @pytest.mark.parametrize("runs, chunk, per_device, used", [
-    (1, None, MIN_PER_DEVICE, 1),   # a lone run is padded to a block of 4 on one device
-    (10, None, 4, 3),               # 4 + 4 + 2 real runs; devices 3..7 stay idle
+    (1, None, 1, 1),                # a lone run is computed once, on one device
+    (10, None, 2, 5),               # 2 per device on 5 devices; devices 5..7 stay idle
+    (3, None, 1, 3),                # one each on 3 devices
+    (1, 4, 4, 1),                   # chunk=4 asked for: a chunk of 4 (the run and 3 copies)
     (64, None, 8, 8),               # 8 per device on all 8
     (65, None, 9, 8),               # 9 per device, 7 padding slots on the last
     (10, 4, 4, 3),                  # whole chunks
@@ -146,7 +156,7 @@ def test_over_several_hosts_every_device_gets_a_block_in_host_order():
     devices = [_Device(0, 0), _Device(2, 1), _Device(1, 0), _Device(3, 1)]
     layout = lay_out(5, devices)
     assert [(d.process_index, d.id) for d in layout.devices] == [(0, 0), (0, 1), (1, 2), (1, 3)]
-    assert layout.per_device == MIN_PER_DEVICE and layout.padded == 16
+    assert layout.per_device == 2 and layout.padded == 8
 
 
 def test_run_keys_depend_on_the_seed_alone():
@@ -192,3 +202,72 @@ def test_chunked_runs_give_the_same_bits_in_a_batch_of_64(ipd_tft):
 def test_bad_chunk_is_rejected(chunk):
     with pytest.raises(ValueError, match="chunk"):
         sj.train.run(ipd_env(), IPD_TFT, seeds=4, progress=False, chunk=chunk)
+
+
+class _Analysis:
+    """Stands in for XLA's memory analysis in :func:`fit_chunk` tests."""
+
+    def __init__(self, temp, args=0, out=0):
+        self.temp_size_in_bytes, self.argument_size_in_bytes, self.output_size_in_bytes = temp, args, out
+        self.alias_size_in_bytes = 0
+
+
+@pytest.mark.parametrize("per_device, group, temp, fixed, budget, chunk", [
+    (64, 64, 64_000, 1_000, 17_000, 16),  # 1,000 bytes a run: 16 fit, 4 chunks of 16
+    (10, 10, 10_000, 0, 4_500, 4),        # 4 fit: 3 chunks, evened out to 4 (2 padding slots)
+    (10, 10, 10_000, 0, 3_500, 3),        # 3 fit: 4 chunks, evened out to 3
+    (8, 8, 8_000, 0, 1_500, 1),           # one at a time
+    (8, 8, 8_000, 2_000, 2_500, 0),       # not even one run fits beside the inputs and results
+    (8, 4, 8_000, 0, 5_000, 2),           # a chunked program's temporaries are per chunk (group)
+])
+def test_the_chunk_that_fits_is_the_largest_evened_out(per_device, group, temp, fixed, budget, chunk):
+    assert fit_chunk(per_device, group, _Analysis(temp, args=fixed), budget) == chunk
+
+
+def _toy_train(key, hparams):
+    """A cheap program whose runs each need about 16 MiB of temporaries (a sorted
+    2048 x 2048 float32 matrix, which XLA cannot fuse away)."""
+    x = jax.random.uniform(key, (2048,))
+    m = jnp.outer(x, x) + hparams["lr"]
+    return jnp.sort(m, axis=0)[1024], x[:4]
+
+
+def _toy_fit(runs, memory, chunk=None):
+    seeds = np.arange(runs)
+    return compile_fitting(_toy_train, IPD_TFT, runs, jax.local_devices()[:1], seeds,
+                           {"lr": np.float32([0.5])}, runs, 0, chunk, memory)
+
+
+def test_runs_that_do_not_fit_the_device_are_chunked_with_the_same_results():
+    """8 toy runs need about 128 MiB together; given 60 MiB they are computed 3 at a
+    time (9 slots: 8 runs and one copy) and give the same numbers; given 20 MiB, one at
+    a time. A program is never handed more than it fits."""
+    compiled, inputs, layout, chunk, need = _toy_fit(8, None)
+    assert chunk is None and layout.per_device == 8 and need > 100 * 2**20
+    full = execute_blocks(compiled, inputs, layout)
+    for memory, expect in ((60 * 2**20, 3), (20 * 2**20, 1)):
+        compiled, inputs, layout, chunk, need = _toy_fit(8, memory)
+        assert chunk == expect and layout.per_device == -(-8 // expect) * expect
+        assert need <= MEMORY_HEADROOM * memory
+        fitted = execute_blocks(compiled, inputs, layout)
+        for a, b in zip(full, fitted):
+            np.testing.assert_allclose(a, b[:8], rtol=1e-6)
+
+
+def test_a_chunk_asked_for_that_does_not_fit_is_refused():
+    with pytest.raises(MemoryError, match="chunk=8 .* smaller chunk"):
+        _toy_fit(8, 60 * 2**20, chunk=8)
+
+
+def test_a_run_too_big_for_the_device_is_refused_before_it_runs():
+    """A lone run that needs more than the device holds raises ``MemoryError`` naming
+    the sizes to reduce, after compiling and before running (a lone run is not padded:
+    the message is about one run)."""
+    with pytest.raises(MemoryError, match=r"one run of this config needs .*num_envs \(16\) x rollout_len \(20\)"):
+        sj.train.run(ipd_env(), IPD_TFT.replace(lr=LONE_LR), seeds=[LONE_SEED], progress=False, memory=1000)
+
+
+@pytest.mark.parametrize("memory", [0, -1, 2.5, True])
+def test_bad_memory_is_rejected(memory):
+    with pytest.raises(ValueError, match="memory"):
+        sj.train.run(ipd_env(), IPD_TFT, seeds=4, progress=False, memory=memory)
