@@ -13,7 +13,19 @@ Three measurements (``--which``, comma-separated):
   once and timed; plus one end-to-end ``sj.train.run(env, config, seeds=...)`` call
   (compile and host transfer included) for reference;
 - ``loop``: ``--loop-seeds`` runs of the same IPD training as one vmapped call versus a
-  Python loop of that many calls of the jitted single-run ``train`` (compiled once).
+  Python loop of that many calls of the jitted single-run ``train`` (compiled once);
+- ``single``: one Clean Up run (the cleanup batch options) through ``sj.train.run(...,
+  seeds=1)`` versus ``jax.jit(make_train(...))`` alone: a lone run must not cost more
+  than one run (``run`` once padded it to four);
+- ``cost``: FLOPs and bytes accessed per Clean Up update from XLA's cost analysis of
+  the compiled pieces (XLA counts a loop body once, so the update is costed as
+  ``rollout_len`` x one rollout step + ``update_epochs`` x one pass of the learner over
+  the whole rollout, each compiled on its own at the full batch; nothing is run), with
+  the time an H100 would need at its datasheet peaks, a lower bound. One row per
+  ``--variants`` entry (``seating/network/conv/precision``).
+
+``--set KEY=VALUE`` (repeatable) overrides the Clean Up config (e.g. ``--set
+seating=shared --set network=cnn_sj``) for ``cleanup``, ``single`` and ``cost``.
 
 Method: compile once (trace + lower + compile, reported separately), one untimed
 warm-up call (skipped with ``--no-warmup``, for the slow paper batch), then
@@ -26,6 +38,8 @@ runs of a batched call), times ``num_agents`` for agent-steps. Evaluation inside
     python scripts/bench_train.py --which cleanup --envs 256 --rollout 1000 --updates 1 --minibatches 500 --repeats 1 --no-warmup
     python scripts/bench_train.py --which ipd --seeds 1024
     python scripts/bench_train.py --which loop --loop-seeds 32
+    python scripts/bench_train.py --which single --envs 16 --rollout 128 --updates 2
+    python scripts/bench_train.py --which cost --envs 256 --rollout 1000 --minibatches 500
 """
 
 from __future__ import annotations
@@ -45,9 +59,23 @@ import socialjax as sj
 from socialjax.train import TrainConfig, make_train, run_keys
 from socialjax.train.run import compile_blocks, device_program, lay_out
 from socialjax.train.presets import get_preset
+from socialjax.cli import _option, config_overrides
 
-WHICH = ("cleanup", "ipd", "loop")
+WHICH = ("cleanup", "ipd", "loop", "single", "cost")
 
+# NVIDIA H100 SXM5 datasheet peaks (dense, no sparsity), for the lower bounds of ``cost``
+H100_FP32_FLOPS = 67e12
+H100_TF32_FLOPS = 495e12
+H100_BF16_FLOPS = 990e12
+H100_HBM_BYTES = 3.35e12
+
+# cost rows: SocialJax's like-for-like setting (one shared network) and the preset's
+# independent learners, with each convolution and precision
+COST_VARIANTS = (
+    "shared/cnn/patch/float32", "shared/cnn/xla/float32", "shared/cnn/xla/bfloat16",
+    "shared/cnn_sj/xla/float32", "shared/cnn_sj/xla/bfloat16", "independent/cnn/xla/float32",
+    "independent/cnn/xla/bfloat16",
+)
 # IPPO on Clean Up: the `cleanup-ippo-paper` preset (7 players, CNN, the published
 # baseline's hyperparameters; see socialjax/train/presets.py), with the batch, the
 # number of updates and the minibatches set from the command line.
@@ -89,7 +117,7 @@ def batched_program(env, config: TrainConfig, num_runs: int) -> tuple[Callable[[
     dispatches every block, and the compile time."""
     layout = lay_out(num_runs, jax.local_devices())
     if layout.padded != num_runs:
-        raise SystemExit(f"--seeds/--loop-seeds must fill the {len(jax.local_devices())} devices with >= 4 runs each")
+        raise SystemExit(f"--seeds/--loop-seeds must be a multiple of the {len(jax.local_devices())} devices")
     train = make_train(env, config)
     hparams = {k: np.full((num_runs,), v[0], np.float32) for k, v in config.hparam_grid().items()}
     t0 = time.perf_counter()
@@ -120,20 +148,126 @@ def row(name: str, env, config: TrainConfig, runs: int, times: list[float], comp
     }
 
 
-def bench_cleanup(args) -> list[dict]:
+def cleanup_setup(args, **changes):
     preset = get_preset(CLEANUP_PRESET)
     env = preset.make_env()
-    config = preset.make_config(
-        num_envs=args.envs, rollout_len=args.rollout, num_updates=args.updates, num_minibatches=args.minibatches,
-        evaluate=False, log_every=0,
-    )
+    overrides = dict(num_envs=args.envs, rollout_len=args.rollout, num_updates=args.updates,
+                     num_minibatches=args.minibatches, evaluate=False, log_every=0)
+    overrides.update(config_overrides(args.overrides))
+    overrides.update(changes)
+    return env, preset.make_config(**overrides)
+
+
+def describe(config: TrainConfig) -> str:
+    return (f"{config.seating}, network {config.network}, conv {config.conv}, {config.precision}, "
+            f"{config.update_epochs} epochs x {config.num_minibatches} minibatches")
+
+
+def bench_cleanup(args) -> list[dict]:
+    env, config = cleanup_setup(args)
     train = jax.jit(make_train(env, config))
     key = run_keys([0])[0]
     compiled, comp = compile_s(train, key)
     print(f"cleanup IPPO {args.envs}x{args.rollout}x{args.updates}: compiled in {comp:.1f}s", file=sys.stderr, flush=True)
     times = timed(lambda: compiled(key), args.repeats, not args.no_warmup)
-    return [row("IPPO cleanup", env, config, 1, times, comp,
-                f"preset {CLEANUP_PRESET}, {config.update_epochs} epochs x {config.num_minibatches} minibatches")]
+    return [row("IPPO cleanup", env, config, 1, times, comp, f"preset {CLEANUP_PRESET}, {describe(config)}")]
+
+
+def bench_single(args) -> list[dict]:
+    """``run(seeds=1)`` against ``jit(make_train)`` on the same config and key."""
+    env, config = cleanup_setup(args)
+    alone = jax.jit(make_train(env, config))
+    key = run_keys([0])[0]
+    compiled, comp = compile_s(alone, key)
+    alone_times = timed(lambda: compiled(key), args.repeats, not args.no_warmup)
+    run_times, run_compile = [], []
+    for _ in range(args.repeats):
+        result = sj.train.run(env, config, seeds=1, progress=False)
+        run_times.append(result.seconds - result.compile_seconds)
+        run_compile.append(result.compile_seconds)
+    a, r = statistics.median(alone_times), statistics.median(run_times)
+    print(f"single run: make_train alone {a:.3f}s, run(seeds=1) {r:.3f}s (ratio {r / a:.3f}); "
+          f"run computed {result.per_device} run(s) per device", file=sys.stderr, flush=True)
+    return [
+        row("Clean Up, jit(make_train) alone", env, config, 1, alone_times, comp, describe(config)),
+        row("Clean Up, sj.train.run(seeds=1) (compile excluded, results to numpy)", env, config, 1, run_times,
+            statistics.median(run_compile), f"{r / a:.3f}x the time of make_train alone; "
+            f"{result.per_device} run(s) per device"),
+    ]
+
+
+def update_cost(env, config: TrainConfig) -> dict:
+    """FLOPs and bytes accessed of one update, from XLA's cost analysis of one rollout
+    step and of one full pass of the learners over a rollout, each compiled alone at
+    the config's batch (see the module docstring)."""
+    from socialjax.train import population as pop
+
+    train = make_train(env, config.replace(num_updates=1, evaluate=False, log_every=0))
+    plan, learner, scripted = train.plan, train.learner, train.scripted
+    L, M, H = plan.num_learners, plan.seats_per_learner, learner.hidden_size
+    params = env.default_params
+    member_h = {k: np.full((L,), v[0], np.float32) for k, v in config.hparam_grid().items()
+                if k in pop.learner_hparams(config)}
+    key = jax.random.key(0)
+    states = jax.eval_shape(lambda k: jax.vmap(learner.init)(jax.random.split(k, L), member_h), key)
+    seating = jax.eval_shape(lambda k: pop._seat(plan, scripted, k), key)
+    games = jax.eval_shape(lambda k: pop._reset_games(env, params, k, plan.num_envs, plan.num_seats, H,
+                                                      tuple(getattr(env, "event_keys", ()))), key)
+
+    def rollout(T):
+        return lambda st, se, ga, k: pop._rollout(env, params, learner, scripted, plan, st, se, ga, k, 0.0, T)
+
+    def cost(fn, *args):
+        c = jax.jit(fn).lower(*args).compile().cost_analysis()
+        c = c[0] if isinstance(c, (list, tuple)) else c
+        return float(c.get("flops", 0.0)), float(c.get("bytes accessed", 0.0))
+
+    step_flops, step_bytes = cost(rollout(1), states, seating, games, key)
+    _, ro, _ = jax.eval_shape(rollout(config.rollout_len), states, seating, games, key)
+    one_pass = pop.make_learner(env, config.replace(update_epochs=1, num_minibatches=1), M, params)
+
+    def learn(st, ro, k):
+        prep = jax.vmap(one_pass.prepare)(st, ro)
+        return jax.vmap(one_pass.update, in_axes=(0, 0, 0, 0, None))(st, ro, prep, jax.random.split(k, L), 0.0)
+
+    pass_flops, pass_bytes = cost(learn, states, ro, key)
+    T, epochs = config.rollout_len, config.update_epochs
+    return {
+        "rollout_flops": T * step_flops, "rollout_bytes": T * step_bytes,
+        "learn_flops": epochs * pass_flops, "learn_bytes": epochs * pass_bytes,
+        "flops": T * step_flops + epochs * pass_flops, "bytes": T * step_bytes + epochs * pass_bytes,
+        "samples": T * plan.num_envs * plan.num_seats,
+    }
+
+
+def bench_cost(args) -> list[dict]:
+    rows = []
+    for variant in args.variants.split(","):
+        seating, network, conv, precision = variant.split("/")
+        env, config = cleanup_setup(args, seating=seating, network=network, conv=conv, precision=precision)
+        t0 = time.perf_counter()
+        c = update_cost(env, config)
+        peak = H100_BF16_FLOPS if precision == "bfloat16" else H100_TF32_FLOPS
+        bound = max(c["flops"] / peak, c["bytes"] / H100_HBM_BYTES)
+        print(f"cost {variant}: {c['flops'] / 1e12:.2f} TFLOP, {c['bytes'] / 1e9:.1f} GB per update "
+              f"({time.perf_counter() - t0:.0f}s to compile the pieces)", file=sys.stderr, flush=True)
+        rows.append({"variant": variant, "env": env.name, "num_envs": config.num_envs,
+                     "rollout_len": config.rollout_len, "update_epochs": config.update_epochs, **c,
+                     "h100_fp32_s": c["flops"] / H100_FP32_FLOPS, "h100_bound_s": bound,
+                     "h100_bound_env_steps_per_s": config.num_envs * config.rollout_len / bound})
+    return rows
+
+
+def cost_markdown(rows: list[dict]) -> list[str]:
+    lines = ["", "| seating/network/conv/precision | batch (envs x steps) | epochs | rollout TFLOP | learn TFLOP | "
+             "total TFLOP | GB accessed | FLOP/sample | H100 s at FP32 peak | H100 lower bound s | "
+             "H100 bound env-steps/s |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append(f"| {r['variant']} | {r['num_envs']} x {r['rollout_len']} | {r['update_epochs']} | "
+                     f"{r['rollout_flops'] / 1e12:.3f} | {r['learn_flops'] / 1e12:.3f} | {r['flops'] / 1e12:.3f} | "
+                     f"{r['bytes'] / 1e9:.1f} | {r['flops'] / r['samples']:,.0f} | {r['h100_fp32_s']:.3f} | "
+                     f"{r['h100_bound_s']:.3f} | {r['h100_bound_env_steps_per_s']:,.0f} |")
+    return lines
 
 
 def ipd_config(args) -> TrainConfig:
@@ -215,6 +349,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--rollout", type=int, default=128, help="cleanup: rollout length (paper: 1000)")
     p.add_argument("--updates", type=int, default=4, help="cleanup: updates per call")
     p.add_argument("--minibatches", type=int, default=4, help="cleanup: PPO minibatches per epoch")
+    p.add_argument("--set", dest="overrides", type=_option, action="append", default=[], metavar="KEY=VALUE",
+                   help="cleanup/single/cost: override a TrainConfig field (as `socialjax train --set`)")
+    p.add_argument("--variants", default=",".join(COST_VARIANTS),
+                   help="cost: comma-separated seating/network/conv/precision entries")
     p.add_argument("--seeds", type=int, default=1024, help="ipd: seeds in the population run")
     p.add_argument("--loop-seeds", type=int, default=32, help="loop: runs, vmapped vs one by one")
     p.add_argument("--ipd-envs", type=int, default=16, help="ipd/loop: games per update per run")
@@ -239,15 +377,21 @@ def main(argv: list[str] | None = None) -> int:
     device = device_name()
     print(f"jax {jax.__version__}, devices {jax.devices()}, {os.cpu_count()} CPUs, load {load}", file=sys.stderr)
     rows: list[dict] = []
+    costs: list[dict] = []
     for w in which:
-        rows += {"cleanup": bench_cleanup, "ipd": bench_ipd, "loop": bench_loop}[w](args)
+        if w == "cost":
+            costs += bench_cost(args)
+            continue
+        rows += {"cleanup": bench_cleanup, "ipd": bench_ipd, "loop": bench_loop, "single": bench_single}[w](args)
     end_load = os.getloadavg()
-    print(markdown(rows, command, device, load))
+    print(markdown(rows, command, device, load) if rows else f"command: `{command}`\ndevice: {device}")
+    if costs:
+        print("\n".join(cost_markdown(costs)))
     print(f"\nload average at end (1, 5, 15 min): {end_load[0]:.2f}, {end_load[1]:.2f}, {end_load[2]:.2f}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"command": command, "device": device, "load_start": load, "load_end": end_load,
-                       "jax": jax.__version__, "rows": rows}, f, indent=2)
+                       "jax": jax.__version__, "rows": rows, "costs": costs}, f, indent=2)
     return 0
 
 

@@ -253,20 +253,20 @@ def _rollout(env, params, learner, scripted, plan: SeatPlan, states, seating, ga
     E, N, L, M = plan.num_envs, plan.num_seats, plan.num_learners, plan.seats_per_learner
     P = plan.num_members
     assign = seating["assign"].reshape(-1)
-    lslots = seating["order"][: L * M]
+    seats = plan.learner_seats(seating["order"])
 
     def gather(x):  # (E, N, ...) -> (L, M, ...)
-        return _flat(x)[lslots].reshape(L, M, *x.shape[2:])
+        return seats.gather(_flat(x))
 
     def step(games, key):
         key_act, key_script, key_env = jax.random.split(key, 3)
         obs_l = jax.tree_util.tree_map(gather, games["obs"])
         reset_l = gather(games["reset"])
-        hidden_l = games["hidden"][lslots].reshape(L, M, -1)
+        hidden_l = seats.gather(games["hidden"])
         hidden_new, act_l, aux = jax.vmap(learner.act, in_axes=(0, 0, 0, 0, 0, None))(
             states, hidden_l, obs_l, reset_l, jax.random.split(key_act, L), progress_frac
         )
-        actions = jnp.zeros((E * N,), jnp.int32).at[lslots].set(act_l.reshape(-1))
+        actions = seats.scatter(jnp.zeros((E * N,), jnp.int32), act_l)
         obs_flat = jax.tree_util.tree_map(_flat, games["obs"])
         for s, (member, k) in enumerate(zip(scripted, jax.random.split(key_script, max(len(scripted), 1)))):
             actions = jnp.where(assign == L + s, member.act(k, seating["slots"][s], obs_flat), actions)
@@ -282,7 +282,7 @@ def _rollout(env, params, learner, scripted, plan: SeatPlan, states, seating, ga
             "obs": obs,
             "state": state,
             "reset": seat_done,
-            "hidden": games["hidden"].at[lslots].set(hidden_new.reshape(L * M, -1)),
+            "hidden": seats.scatter(games["hidden"], hidden_new),
             "ep_return": jnp.where(seat_done, 0.0, ep_return),
             "acc": acc,
         }
@@ -301,7 +301,7 @@ def _rollout(env, params, learner, scripted, plan: SeatPlan, states, seating, ga
         }
         return new_games, record
 
-    hidden0 = games["hidden"][lslots].reshape(L, M, -1)
+    hidden0 = seats.gather(games["hidden"])
     games, rec = jax.lax.scan(step, games, jax.random.split(key, T))
     swap = lambda x: jnp.swapaxes(x, 0, 1)  # (T, L, M, ...) -> (L, T, M, ...)
     rollout = Rollout(
@@ -314,7 +314,7 @@ def _rollout(env, params, learner, scripted, plan: SeatPlan, states, seating, ga
         hidden0=hidden0,
         last_obs=jax.tree_util.tree_map(gather, games["obs"]),
         last_reset=gather(games["reset"]),
-        last_hidden=games["hidden"][lslots].reshape(L, M, -1),
+        last_hidden=seats.gather(games["hidden"]),
     )
     # per-member statistics over the rollout
     seg = lambda x: jax.ops.segment_sum(x.reshape(-1), assign, P)
@@ -340,11 +340,12 @@ def _align(prep, rollout: Rollout, seating, plan: SeatPlan, h, T):
     """Advantage Alignment across the seats of each game (a no-op when ``aa_beta`` is 0:
     the extra term is multiplied by it)."""
     E, N, L, M = plan.num_envs, plan.num_seats, plan.num_learners, plan.seats_per_learner
-    lslots = seating["order"][: L * M]
+    seats = plan.learner_seats(seating["order"])
     adv = prep["adv"]  # (L, T, M)
-    flat = jnp.zeros((T, E * N), adv.dtype).at[:, lslots].set(jnp.swapaxes(adv, 0, 1).reshape(T, L * M))
-    done = jnp.zeros((T, E * N), bool).at[:, lslots].set(jnp.swapaxes(rollout.done, 0, 1).reshape(T, L * M))
+    to_seats = lambda x, dtype: seats.scatter(jnp.zeros((E * N, T), dtype), jnp.swapaxes(x, 1, 2)).T  # (T, E * N)
+    flat = to_seats(adv, adv.dtype)
+    done = to_seats(rollout.done, bool)
     # a game's seats all end together; scripted seats are False here, so take any seat
     aligned = advantage_alignment(flat.reshape(T, E, N), done.reshape(T, E, N).any(axis=-1), h["gamma"], h["aa_beta"])
-    back = aligned.reshape(T, E * N)[:, lslots].reshape(T, L, M)
-    return {**prep, "adv": jnp.swapaxes(back, 0, 1)}
+    back = seats.gather(aligned.reshape(T, E * N).T)  # (L, M, T)
+    return {**prep, "adv": jnp.swapaxes(back, 1, 2)}

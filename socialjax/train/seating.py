@@ -26,6 +26,7 @@ Modes (``TrainConfig.seating``):
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -52,6 +53,22 @@ class SeatPlan:
     def learner_slots(self) -> int:
         return self.num_learners * self.seats_per_learner
 
+    def learner_seats(self, order: jax.Array) -> LearnerSeats:
+        """How the learners' ``(L, M)`` block sits in the seats, given the seating's
+        ``order``; a fixed seating ignores ``order`` and uses the plan's own (known when
+        tracing)."""
+        E, N, L, M = self.num_envs, self.num_seats, self.num_learners, self.seats_per_learner
+        if self.dynamic:
+            return LearnerSeats(L, M, E, N, order[: L * M], "gather")
+        static = np.argsort(self.static_assign.ravel(), kind="stable")[: L * M]
+        if np.array_equal(static, np.arange(L * M)):
+            layout = "reshape"
+        elif (L, M) == (N, E) and np.array_equal(static, np.arange(E * N).reshape(E, N).T.ravel()):
+            layout = "transpose"
+        else:
+            layout = "gather"
+        return LearnerSeats(L, M, E, N, jnp.asarray(static, jnp.int32), layout)
+
     def seat(self, key: jax.Array) -> tuple[jax.Array, jax.Array]:
         """A seating: ``(assign (E, N) int32, order (E * N,) int32)``."""
         E, N, L, S = self.num_envs, self.num_seats, self.num_learners, self.num_scripted
@@ -65,6 +82,49 @@ class SeatPlan:
         pool = jnp.concatenate([learners, scripted])
         assign = jax.random.permutation(key_perm, pool).reshape(E, N)
         return assign, jnp.argsort(assign.ravel(), stable=True).astype(jnp.int32)
+
+
+@dataclasses.dataclass(frozen=True)
+class LearnerSeats:
+    """Moves per-seat arrays between the flat seat axis ``(E * N, ...)`` (game-major)
+    and the learners' block ``(L, M, ...)``.
+
+    With a fixed seating the learners' seats are known when the program is traced, and
+    the two common layouts need no gather at all: every seat held by one learner, in
+    order (``shared``), is a reshape; learner ``i`` in seat ``i`` of every game
+    (``independent``) is a transpose. Other seatings gather with the seat indices
+    (constant for fixed seatings, the update's draw for random seating).
+    """
+
+    num_learners: int  # L
+    seats_per_learner: int  # M
+    num_envs: int  # E
+    num_seats: int  # N
+    index: Any  # (L * M,) int32: the learners' flat seats, learner by learner
+    layout: str  # "reshape" | "transpose" | "gather"
+
+    def gather(self, flat: jax.Array) -> jax.Array:
+        """``(E * N, ...) -> (L, M, ...)``."""
+        L, M, E, N = self.num_learners, self.seats_per_learner, self.num_envs, self.num_seats
+        rest = flat.shape[1:]
+        if self.layout == "reshape":
+            return flat[: L * M].reshape(L, M, *rest)
+        if self.layout == "transpose":
+            return jnp.swapaxes(flat.reshape(E, N, *rest), 0, 1)
+        return flat[self.index].reshape(L, M, *rest)
+
+    def scatter(self, flat: jax.Array, values: jax.Array) -> jax.Array:
+        """``flat`` ``(E * N, ...)`` with the learners' ``values`` ``(L, M, ...)`` written
+        into their seats."""
+        L, M, E, N = self.num_learners, self.seats_per_learner, self.num_envs, self.num_seats
+        rest = flat.shape[1:]
+        values = values.astype(flat.dtype)
+        if self.layout == "transpose":
+            return jnp.swapaxes(values, 0, 1).reshape(E * N, *rest)
+        if self.layout == "reshape":
+            values = values.reshape(L * M, *rest)
+            return values if L * M == E * N else flat.at[: L * M].set(values)
+        return flat.at[self.index].set(values.reshape(L * M, *rest))
 
 
 def make_plan(config: TrainConfig, num_seats: int) -> SeatPlan:
