@@ -4,7 +4,10 @@
 ``--set field=value`` overrides any :class:`~socialjax.train.TrainConfig` field, a list
 value is a sweep) and writes metrics, a checkpoint, learning curves and a summary;
 ``socialjax train donor-evolution`` runs the cultural evolution of donor-game
-strategies. ``socialjax evaluate DIR`` plays a trained population from its checkpoint;
+strategies. Over several processes (machines), start ``socialjax train ... --coordinator
+HOST:PORT --num-processes N --process-id I`` once per process: ``jax.distributed`` joins
+them, every process's devices get runs, and process 0 alone writes the results.
+``socialjax evaluate DIR`` plays a trained population from its checkpoint;
 ``socialjax render --env cleanup --out cleanup.gif`` renders a random rollout of a grid
 game to a GIF / MP4, and ``--checkpoint DIR`` renders the trained population instead.
 ``socialjax bench --envs cleanup --batch-sizes 1,64`` measures env-steps/s and
