@@ -4,7 +4,10 @@
 ``--set field=value`` overrides any :class:`~socialjax.train.TrainConfig` field, a list
 value is a sweep) and writes metrics, a checkpoint, learning curves and a summary;
 ``socialjax train donor-evolution`` runs the cultural evolution of donor-game
-strategies. ``socialjax evaluate DIR`` plays a trained population from its checkpoint;
+strategies. Over several processes (machines), start ``socialjax train ... --coordinator
+HOST:PORT --num-processes N --process-id I`` once per process: ``jax.distributed`` joins
+them, every process's devices get runs, and process 0 alone writes the results.
+``socialjax evaluate DIR`` plays a trained population from its checkpoint;
 ``socialjax render --env cleanup --out cleanup.gif`` renders a random rollout of a grid
 game to a GIF / MP4, and ``--checkpoint DIR`` renders the trained population instead.
 ``socialjax bench --envs cleanup --batch-sizes 1,64`` measures env-steps/s and
@@ -118,6 +121,16 @@ def build_parser() -> argparse.ArgumentParser:
                        help="memory each device may use, in GiB (default: what the device holds); runs that do not "
                             "fit are computed in chunks that do")
     train.add_argument("--quiet", action="store_true", help="no progress or summary output")
+    several = train.add_argument_group(
+        "several processes (jax.distributed)",
+        "start the same command once per process, each with its --process-id (0..N-1) and the same "
+        "--coordinator (process 0's address and a free port); the runs are spread over every process's "
+        "devices, gathered, and written by process 0 alone")
+    several.add_argument("--coordinator", default=None, metavar="HOST:PORT",
+                         help="address of process 0, where the jax.distributed coordinator listens")
+    several.add_argument("--num-processes", type=_positive_int, default=None, metavar="N",
+                         help="number of processes")
+    several.add_argument("--process-id", type=int, default=None, metavar="I", help="this process, 0..N-1")
     donor = train.add_argument_group("donor-evolution only")
     donor.add_argument("--generations", type=_positive_int, default=None, help="generations (default 10)")
     donor.add_argument("--multipliers", type=_floats, default=None,
@@ -212,7 +225,10 @@ def _train(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     except ValueError as err:
         parser.error(str(err))
     if preset.kind == DONOR_EVOLUTION:
+        if args.coordinator is not None or args.num_processes is not None or args.process_id is not None:
+            parser.error("donor-evolution runs in one process: drop --coordinator, --num-processes, --process-id")
         return _train_donor(parser, args, preset)
+    join_processes(parser, args)
     given = [f"--{name}" for name in DONOR_FLAGS if getattr(args, name) is not None]
     if given:
         parser.error(f"donor-evolution only: {', '.join(given)}; for {preset.name!r} use --set KEY=VALUE")
@@ -243,6 +259,29 @@ def _train_donor(parser, args, preset) -> int:
         verbose=not args.quiet,
     )
     return 0
+
+
+def join_processes(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """``--coordinator HOST:PORT --num-processes N --process-id I``: join the other
+    processes with ``jax.distributed.initialize`` before anything else touches JAX (the
+    backend must not have started). Nothing without the flags."""
+    given = {"--coordinator": args.coordinator, "--num-processes": args.num_processes,
+             "--process-id": args.process_id}
+    if all(v is None for v in given.values()):
+        return
+    missing = [flag for flag, v in given.items() if v is None]
+    if missing:
+        parser.error(f"several processes need --coordinator, --num-processes and --process-id; missing "
+                     f"{', '.join(missing)}")
+    host, sep, port = args.coordinator.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        parser.error(f"--coordinator: expected HOST:PORT, got {args.coordinator!r}")
+    if not 0 <= args.process_id < args.num_processes:
+        parser.error(f"--process-id must be in 0..{args.num_processes - 1}, got {args.process_id}")
+    import jax
+
+    jax.distributed.initialize(coordinator_address=args.coordinator, num_processes=args.num_processes,
+                               process_id=args.process_id)
 
 
 def config_overrides(pairs: list[tuple[str, object]]) -> dict[str, object]:
@@ -301,23 +340,26 @@ def train_preset(parser: argparse.ArgumentParser, args: argparse.Namespace, pres
     seeds = preset.seeds if args.seeds is None else args.seeds
     out_dir = args.out or f"results/{preset.name}"
     grid_size = len(next(iter(config.hparam_grid().values())))
-    if not args.quiet:
-        devices = jax.local_devices()
+    lead = jax.process_index() == 0  # under jax.distributed, process 0 alone prints and writes
+    if not args.quiet and lead:
+        devices = jax.devices()  # of every process
+        processes = f" in {jax.process_count()} processes" if jax.process_count() > 1 else ""
         sweep = ", ".join(f"{k}=[{', '.join(f'{x:g}' for x in v)}]" for k, v in config.sweep_axes().items())
         print(f"{preset.name}: {preset.description}\n"
               f"{grid_size} grid point(s){f' ({sweep})' if sweep else ''} x {seeds} seed(s), "
               f"{config.num_updates} updates of {config.num_envs} games x {config.rollout_len} steps, on "
-              f"{len(devices)} {devices[0].platform} device(s); compiling...", flush=True)
+              f"{len(devices)} {devices[0].platform} device(s){processes}; compiling...", flush=True)
     try:
         result = run(env, config, seeds=np.arange(seeds), base_seed=args.seed, progress=not args.quiet,
                      label=preset.name, chunk=args.chunk,
                      memory=None if args.memory is None else int(args.memory * 2**30))
     except MemoryError as err:  # raised after compiling, before anything ran
         parser.exit(1, f"socialjax train {preset.name}: {err}\n")
-    text = results.save_run(result, out_dir, env_name=preset.env, env_options=env_options, preset=preset.name,
-                            base_seed=args.seed)
-    if not args.quiet:
-        print(text, flush=True)
+    if lead:
+        text = results.save_run(result, out_dir, env_name=preset.env, env_options=env_options, preset=preset.name,
+                                base_seed=args.seed)
+        if not args.quiet:
+            print(text, flush=True)
     return result
 
 

@@ -20,6 +20,9 @@ import numpy as np
 class Progress:
     """Prints one line per loop step once all ``num_runs`` runs have reached it.
 
+    Under ``jax.distributed`` (several processes) only process 0 prints; every process
+    still counts the runs it computes, so ``num_runs`` is this process's runs.
+
     ``format_line(step, values)`` receives the step and a dict of ``(num_runs,)`` arrays
     (one value per run, in arrival order) and returns the text to print.
     """
@@ -59,7 +62,7 @@ class Progress:
         if self._counts[step] >= self.num_runs:
             vals = {k: np.asarray(v) for k, v in self._pending.pop(step).items()}
             del self._counts[step]
-            if self.enabled:
+            if self.enabled and jax.process_index() == 0:
                 elapsed = time.perf_counter() - self._start
                 prefix = f"{self.label} " if self.label else ""
                 line = self.format_line(step, vals)

@@ -38,15 +38,25 @@ choice). When the runs of a device do not fit, they are computed in chunks that 
 (the largest chunk that fits, evened out so that padding is smallest); when one run
 does not fit, a ``MemoryError`` names the sizes to reduce, before anything has run.
 
-Across hosts, call ``jax.distributed.initialize()`` first (before any other JAX call) on
-every host, run the same script everywhere and pass ``devices=jax.devices()``: every
-device in the list gets a block, each host computes the blocks of its own devices, and
-the results are gathered on every host (``multihost_utils.process_allgather``). This
-path is written to JAX's multi-controller model but has not been run on several hosts.
+Several processes (hosts). Call ``jax.distributed.initialize(...)`` in every process
+before anything else touches JAX, then make the same ``run(...)`` call in every process.
+``devices`` defaults to ``jax.devices()``, every device of every process, and every
+device in the list gets a block (blocks ordered by process, then device id). Each
+process compiles and computes only its own devices' blocks, and the results are
+gathered onto every process with ``multihost_utils.process_allgather``, so every process
+returns the full :class:`RunResult`; progress lines are printed by process 0 alone and
+count only its own runs. The devices must span all the processes, as many of each
+(the gather is a collective over all of them). A run gives the same bits as in one
+process with the same number of runs per device: tests/train/test_multiprocess.py runs
+2 local CPU processes (a localhost coordinator, gloo collectives, JAX's CPU default)
+against 1 process with 2 devices. It has not been run on separate machines.
+``socialjax train --coordinator HOST:PORT --num-processes N --process-id I`` does this
+from the command line (process 0 alone writes the results).
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import os
 import time
@@ -128,8 +138,8 @@ def run(
     :func:`device_memory`); a program that needs more is chunked, or refused with a
     ``MemoryError`` when one run alone needs more.
 
-    ``devices``: where the runs go (default: this host's devices, ``jax.local_devices()``);
-    see the module docstring for several hosts."""
+    ``devices``: where the runs go (default: ``jax.devices()``, which is this process's
+    devices unless ``jax.distributed`` joined several processes; see the module docstring)."""
 
     seeds = np.arange(seeds) if isinstance(seeds, (int, np.integer)) else np.asarray(list(seeds))
     if seeds.ndim != 1 or seeds.size == 0 or not np.issubdtype(seeds.dtype, np.integer) or np.any(seeds < 0):
@@ -144,7 +154,7 @@ def run(
     grid = config.hparam_grid()
     G, S = len(next(iter(grid.values()))), len(seeds)
     R = G * S
-    devices = list(devices) if devices is not None else jax.local_devices()
+    devices = list(devices) if devices is not None else jax.devices()
     if not devices:
         raise ValueError("devices must name at least one device")
 
@@ -294,7 +304,7 @@ class Layout:
 
     @property
     def local_slots(self) -> int:
-        """Slots computed by this host (all of them on one host)."""
+        """Slots computed by this process (all of them in a single process)."""
         return self.per_device * sum(d.process_index == jax.process_index() for d in self.devices)
 
     @property
@@ -353,8 +363,9 @@ def compile_blocks(program: Callable, layout: Layout, keys: jax.Array, hparams: 
 
 def execute_blocks(compiled: list, inputs: list, layout: Layout):
     """Dispatch every block (asynchronously, so the devices run together), then gather
-    ``(states, metrics)`` as numpy arrays over all ``layout.padded`` slots, from every
-    host when the layout spans several."""
+    ``(states, metrics)`` as numpy arrays over all ``layout.padded`` slots. When the
+    layout spans several processes, every process gathers every process's slots
+    (``process_allgather``, a collective that all of them must enter: over gloo on CPU)."""
     outs = [fn(*args) for fn, args in zip(compiled, inputs)]
     local = jax.tree_util.tree_map(lambda *xs: np.concatenate([np.asarray(x) for x in xs]), *outs)
     if not _multihost(layout.devices):
@@ -375,7 +386,23 @@ def _size(n: float) -> str:
 
 
 def _multihost(devices: Sequence[jax.Device]) -> bool:
-    return len({d.process_index for d in devices}) > 1
+    """Whether ``devices`` span several processes. Raises ``ValueError`` for a list that
+    this process cannot run: none of its own devices, or (across processes) not every
+    process, or not as many devices of each (the results are gathered by a collective
+    over all the processes, each contributing the same number of blocks)."""
+    counts = collections.Counter(d.process_index for d in devices)
+    if len(counts) == 1:
+        if jax.process_index() not in counts:
+            raise ValueError(f"devices holds none of this process's devices (process {jax.process_index()}); "
+                             "pass devices of this process, or of every process (jax.devices())")
+        return False
+    missing = sorted(set(range(jax.process_count())) - set(counts)) if jax.process_count() > 1 else []
+    if missing or len(set(counts.values())) > 1:
+        per_process = ", ".join(f"process {p}: {n}" for p, n in sorted(counts.items()))
+        raise ValueError(f"devices spread over several processes must include every process, as many devices "
+                         f"of each (got {per_process}{f'; none of {missing}' if missing else ''}); "
+                         "pass jax.devices()")
+    return True
 
 
 def _line(step: int, values: dict[str, np.ndarray]) -> str:
