@@ -1,0 +1,67 @@
+"""What a test may assume about the backend it runs on (docs/testing.md).
+
+On the CPU backend XLA computes a float32 result the same way in every compiled program
+this suite builds, so tests compare different programs (batched vs alone, an adapter vs
+the native env, chunked vs unchunked training) bit for bit there. On a GPU float32
+matrix products use TF32 by default and fused reductions may sum in another order, so
+two different programs agree only to a tolerance. The helpers below keep the CPU check
+exactly as strict as it was and say what is checked elsewhere:
+
+- :func:`assert_same` / :func:`assert_tree_same`: bit equality on the CPU; elsewhere,
+  integer and bool leaves still equal and floating leaves within ``OFF_CPU_RTOL`` /
+  ``OFF_CPU_ATOL`` (NaN equals NaN in both);
+- :func:`tol`: a tolerance that is the CPU one on the CPU and a looser one elsewhere;
+- :func:`cpu_only`: a skip marker for what is inherently about the CPU backend.
+
+The test directories are on ``sys.path`` (pytest's default ``prepend`` import mode puts
+``tests/``, the folder of the root conftest.py, there), so test files anywhere below
+``tests/`` use ``from support import ...``.
+"""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+
+BACKEND = jax.default_backend()
+ON_CPU = BACKEND == "cpu"
+
+# Off the CPU: TF32 matrix products carry about 1e-3 relative error (10-bit mantissa).
+OFF_CPU_RTOL = 2e-3
+OFF_CPU_ATOL = 1e-5
+
+
+def cpu_only(reason: str):
+    """Skip off the CPU backend: ``@cpu_only("LAPACK is XLA:CPU's library")``."""
+    return pytest.mark.skipif(not ON_CPU, reason=f"CPU backend only ({BACKEND} here): {reason}")
+
+
+def tol(cpu: float, elsewhere: float) -> float:
+    """``cpu`` on the CPU backend, ``elsewhere`` on any other."""
+    return cpu if ON_CPU else elsewhere
+
+
+def _is_float(x: np.ndarray) -> bool:
+    return np.issubdtype(x.dtype, np.inexact)
+
+
+def assert_same(actual, desired, err_msg: str = "") -> None:
+    """Bit-identical on the CPU; on other backends integer/bool arrays equal and float
+    arrays close (``OFF_CPU_RTOL``, ``OFF_CPU_ATOL``)."""
+    actual, desired = np.asarray(actual), np.asarray(desired)
+    if ON_CPU or not (_is_float(actual) or _is_float(desired)):
+        np.testing.assert_array_equal(actual, desired, err_msg=err_msg)
+    else:
+        np.testing.assert_allclose(actual, desired, rtol=OFF_CPU_RTOL, atol=OFF_CPU_ATOL, err_msg=err_msg)
+
+
+def assert_tree_same(actual, desired, err_msg: str = "") -> None:
+    """:func:`assert_same` leaf by leaf, after checking that the tree structures match."""
+    leaves_a, tree_a = jax.tree_util.tree_flatten(actual)
+    leaves_d, tree_d = jax.tree_util.tree_flatten(desired)
+    assert tree_a == tree_d, (tree_a, tree_d)
+    for i, (a, d) in enumerate(zip(leaves_a, leaves_d)):
+        a, d = np.asarray(a), np.asarray(d)
+        assert a.shape == d.shape and a.dtype == d.dtype, (err_msg, i, a.shape, a.dtype, d.shape, d.dtype)
+        assert_same(a, d, err_msg=f"{err_msg} leaf {i}".strip())
