@@ -2,6 +2,7 @@
 
 import json
 
+import jax
 import pytest
 
 from socialjax.bench import adaptive_steps, markdown_table
@@ -24,7 +25,8 @@ def test_bench_reports_every_batch_with_consistent_throughput(measured):
         assert len(r["times_s"]) == 2 and r["median_s"] > 0 and r["compile_s"] > 0
         assert r["env_steps_per_s"] == pytest.approx(r["batch"] * r["steps"] / r["median_s"])
         assert r["agent_steps_per_s"] == pytest.approx(2 * r["env_steps_per_s"])  # 2 players
-    assert measured["machine"]["backend"] == "cpu" and measured["args"]["repeats"] == 2
+    # the backend the bench ran on is this process's ("cpu" on the CPU)
+    assert measured["machine"]["backend"] == jax.default_backend() and measured["args"]["repeats"] == 2
 
 
 def test_bench_prints_a_markdown_table(measured):

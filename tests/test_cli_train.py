@@ -193,8 +193,9 @@ def test_progress_lines_come_from_the_loop_before_the_summary(ipd_run):
 def test_summary_is_printed_and_saved(ipd_run):
     summary = (ipd_run.dir / "summary.txt").read_text()
     assert summary.strip() in ipd_run.out
+    per_device = run_mod.lay_out(4, jax.devices()).per_device  # 4 on one device (the CPU); fewer on several GPUs
     for text in ("ipd-ppo: ipd (num_rounds=100), PPO, seating independent", "4 run(s) = 2 grid point(s) x 2 seed(s)",
-                 "4 run(s) per device, computed together; the program needs",
+                 f"{per_device} run(s) per device, computed together; the program needs",
                  "env-steps/s", "agent-steps/s", "grid point 0: lr=0.001", "grid point 1: lr=0.003",
                  "learner 0", "learner 1", "efficiency", "equality", "sustainability", "peace",
                  "self-play (diagonal)", "off-diagonal", "non-finite losses: none"):

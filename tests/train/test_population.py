@@ -17,6 +17,7 @@ from socialjax.train import TrainConfig, make_train
 from socialjax.train.seating import make_plan
 from socialjax.train.selection import select
 
+from support import cpu_only
 from train_configs import IPD_ROUNDS, IPD_TFT, IPD_TFT_SEEDS, ONESHOT, ipd_env
 
 
@@ -336,6 +337,7 @@ def test_unknown_config_field_and_env_specific_scripted_member():
 
 
 # --------------------------------------------------------------------------- LAPACK
+@cpu_only("LAPACK custom calls exist only in XLA:CPU lowerings (the control below would fail elsewhere)")
 def test_compiled_recurrent_train_has_no_lapack_call(gru):
     """Regression (deadlock on 2 cores): the recurrent population's program has no LAPACK
     custom call, while Flax's QR-based orthogonal initialiser, which
