@@ -45,6 +45,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.lax import Precision
 
 from socialjax.core.spaces import Box, Dict, Space
 
@@ -52,6 +53,7 @@ ENCODERS = ("auto", "mlp", "onehot", "cnn", "cnn_sj")
 GRID_ENCODERS = ("cnn", "cnn_sj")
 CONVS = ("auto", "patch", "xla")
 PRECISIONS = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
+HIGHEST = Precision.HIGHEST
 MAX_ONEHOT_CLASSES = 256  # integer features with more values than this are fed as floats
 
 
@@ -243,7 +245,9 @@ def orthogonal(scale: float = 1.0):
         def column(q, j):
             v = a[:, j]
             for _ in range(2):  # twice is enough for orthogonality to float32 precision
-                v = v - q @ (q.T @ v)
+                # full float32 products: TF32 (a GPU's default) would leave the columns
+                # orthonormal only to about 1e-3
+                v = v - jnp.dot(q, jnp.dot(q.T, v, precision=HIGHEST), precision=HIGHEST)
             return q.at[:, j].set(v / jnp.linalg.norm(v)), None
 
         q, _ = jax.lax.scan(column, q, jnp.arange(k))

@@ -22,6 +22,7 @@ import pytest
 import socialjax as sj
 from socialjax.train.run import MEMORY_HEADROOM, compile_fitting, execute_blocks, fit_chunk, lay_out, run_keys
 
+from support import ON_CPU, assert_same
 from train_configs import IPD_ROUNDS, IPD_TFT, IPD_TFT_SEEDS, ipd_env
 
 LONE_SEED = 1
@@ -90,10 +91,10 @@ def assert_same_run(a, b, index_a, index_b):
     """Run ``index_a`` of result ``a`` and ``index_b`` of ``b`` have the same bits."""
     assert a["metrics"].keys() == b["metrics"].keys()
     for k in a["metrics"]:
-        np.testing.assert_array_equal(a["metrics"][k][index_a], b["metrics"][k][index_b], err_msg=k)
+        assert_same(a["metrics"][k][index_a], b["metrics"][k][index_b], err_msg=k)
     assert len(a["states"]) == len(b["states"])
     for x, y in zip(a["states"], b["states"]):
-        np.testing.assert_array_equal(x[index_a], y[index_b])
+        assert_same(x[index_a], y[index_b])
 
 
 def test_a_seed_gives_the_same_bits_alone_on_one_device_or_in_a_batch_over_devices(lone, sharded):
@@ -243,11 +244,15 @@ def test_runs_that_do_not_fit_the_device_are_chunked_with_the_same_results():
     time (9 slots: 8 runs and one copy) and give the same numbers; given 20 MiB, one at
     a time. A program is never handed more than it fits."""
     compiled, inputs, layout, chunk, need = _toy_fit(8, None)
-    assert chunk is None and layout.per_device == 8 and need > 100 * 2**20
+    assert chunk is None and layout.per_device == 8
+    if ON_CPU:  # the CPU's memory analysis; other backends plan other scratch space
+        assert need > 100 * 2**20
     full = execute_blocks(compiled, inputs, layout)
     for memory, expect in ((60 * 2**20, 3), (20 * 2**20, 1)):
         compiled, inputs, layout, chunk, need = _toy_fit(8, memory)
-        assert chunk == expect and layout.per_device == -(-8 // expect) * expect
+        assert layout.per_device == -(-8 // chunk) * chunk
+        if ON_CPU:
+            assert chunk == expect
         assert need <= MEMORY_HEADROOM * memory
         fitted = execute_blocks(compiled, inputs, layout)
         for a, b in zip(full, fitted):
