@@ -57,7 +57,7 @@ import numpy as np
 
 import socialjax as sj
 from socialjax.train import TrainConfig, make_train, run_keys
-from socialjax.train.run import compile_blocks, device_program, lay_out
+from socialjax.train.run import compile_blocks, device_program, lay_out, place_blocks
 from socialjax.train.presets import get_preset
 from socialjax.cli import _option, config_overrides
 
@@ -121,7 +121,8 @@ def batched_program(env, config: TrainConfig, num_runs: int) -> tuple[Callable[[
     train = make_train(env, config)
     hparams = {k: np.full((num_runs,), v[0], np.float32) for k, v in config.hparam_grid().items()}
     t0 = time.perf_counter()
-    compiled, inputs = compile_blocks(device_program(train), layout, run_keys(np.arange(num_runs)), hparams)
+    inputs = place_blocks(layout, run_keys(np.arange(num_runs)), hparams)
+    compiled = compile_blocks(device_program(train, layout.per_device), inputs)
     return (lambda: [fn(*args) for fn, args in zip(compiled, inputs)]), time.perf_counter() - t0
 
 

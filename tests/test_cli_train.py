@@ -253,7 +253,7 @@ def test_evaluate_plays_the_trained_population(ipd_run):
 
 def test_evaluate_and_render_reject_bad_checkpoints(ipd_run, tmp_path, capsys):
     assert "holds 2 grid point(s) x 2 seed(s)" in cli_error(["evaluate", str(ipd_run.dir), "--run", "2,0"], capsys)
-    assert "is not a training result folder" in cli_error(["evaluate", str(tmp_path)], capsys)
+    assert "is empty: not a results folder" in cli_error(["evaluate", str(tmp_path)], capsys)
     err = cli_error(["evaluate", str(ipd_run.dir), "--row", "0,2"], capsys)
     assert "--row: row refers to members 0..1 (2 learners, 0 scripted), got [0, 2]" in err
     err = cli_error(["render", "--checkpoint", str(ipd_run.dir), "--out", str(tmp_path / "x.gif")], capsys)

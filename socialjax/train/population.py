@@ -100,6 +100,11 @@ def make_train(env, config: TrainConfig, params=None, progress: Progress | None 
       (itself when not replaced);
     - ``halted`` ``(U,)``, ``nan_update`` and ``nan_member`` ``()`` (-1 when finite);
     - with ``config.evaluate``: ``eval/...`` (see :mod:`socialjax.train.evaluation`).
+
+    The same run in segments (what :func:`socialjax.train.run` does to checkpoint):
+    ``state = train.init(key, hparams)``, then ``state, m = train.updates(state, start,
+    hparams, length=K)`` for consecutive segments, then ``train.finish(state, hparams)``
+    for the final learners, ``nan_update``/``nan_member`` and the evaluation.
     """
     config.validate()
     env_params = env.default_params if params is None else params
@@ -123,9 +128,13 @@ def make_train(env, config: TrainConfig, params=None, progress: Progress | None 
 
         evaluator = make_evaluator(env, env_params, config, learner, L, scripted)
 
-    def train(key: jax.Array, hparams: dict[str, Any] | None = None):
+    def resolve(hparams):
         h = config.scalar_hparams() if hparams is None else {**_scalars(config), **hparams}
-        h = {k: jnp.asarray(v, jnp.float32) for k, v in h.items()}
+        return {k: jnp.asarray(v, jnp.float32) for k, v in h.items()}
+
+    def init(key: jax.Array, hparams: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The run's state before its first update (``train.updates`` carries it on)."""
+        h = resolve(hparams)
         member_h = {k: jnp.broadcast_to(h[k], (L,)) for k in hp_names if k in learner_hparams(config)}
         key, key_init, key_seat, key_env = jax.random.split(key, 4)
         states = jax.vmap(learner.init)(jax.random.split(key_init, L), member_h)
@@ -136,6 +145,13 @@ def make_train(env, config: TrainConfig, params=None, progress: Progress | None 
             nan_update=jnp.full((), -1, jnp.int32), nan_member=jnp.full((), -1, jnp.int32),
             fit_sum=jnp.zeros((L,), jnp.float32), fit_count=jnp.zeros((), jnp.float32),
         )
+        return {"key": key, "carry": carry}
+
+    def updates(state: dict[str, Any], start, hparams: dict[str, Any] | None = None, *, length: int = U):
+        """Updates ``start .. start + length - 1`` of the run: ``(state, metrics)`` with a
+        leading ``length`` axis on the per-update metrics. Update ``i`` draws its key from
+        the run's key and ``i`` alone, so any split into segments gives the same run."""
+        h = resolve(hparams)
 
         def one_update(carry, xs):
             idx, key = xs
@@ -186,10 +202,18 @@ def make_train(env, config: TrainConfig, params=None, progress: Progress | None 
             )
             return carry, out
 
-        keys = jax.random.split(key, U)
-        carry, metrics = jax.lax.scan(one_update, carry, (jnp.arange(U, dtype=jnp.int32), keys))
-        metrics["nan_update"] = carry["nan_update"]
-        metrics["nan_member"] = carry["nan_member"]
+        start = jnp.asarray(start, jnp.int32)
+        keys = jax.random.split(state["key"], U)
+        if length != U:
+            keys = jax.lax.dynamic_slice_in_dim(keys, start, length)
+        carry, metrics = jax.lax.scan(one_update, state["carry"], (start + jnp.arange(length, dtype=jnp.int32), keys))
+        return {"key": state["key"], "carry": carry}, metrics
+
+    def finish(state: dict[str, Any], hparams: dict[str, Any] | None = None):
+        """``(TrainState, metrics)`` after the last update: ``nan_update``, ``nan_member``
+        and, with ``config.evaluate``, the evaluation."""
+        key, carry = state["key"], state["carry"]
+        metrics = {"nan_update": carry["nan_update"], "nan_member": carry["nan_member"]}
         if evaluator is not None:
             key_eval, key_rows = jax.random.split(jax.random.fold_in(key, U))
             # the training seating: its one row in the fixed modes, a few fresh draws otherwise
@@ -197,6 +221,12 @@ def make_train(env, config: TrainConfig, params=None, progress: Progress | None 
             metrics.update(evaluator(carry["states"], key_eval, rows))
         return TrainState(learners=carry["states"], halted=carry["halted"]), metrics
 
+    def train(key: jax.Array, hparams: dict[str, Any] | None = None):
+        state, metrics = updates(init(key, hparams), 0, hparams)
+        final, extra = finish(state, hparams)
+        return final, {**metrics, **extra}
+
+    train.init, train.updates, train.finish = init, updates, finish
     train.config = config
     train.env = env
     train.plan = plan

@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from socialjax.train import store
 from socialjax.train.config import TrainConfig
 
 METRICS_FILE = "metrics.npz"
@@ -49,11 +50,14 @@ CONFIG_FILE = "config.json"
 CHECKPOINT_FILE = "checkpoint.msgpack"
 CURVES_FILE = "curves.png"
 SUMMARY_FILE = "summary.txt"
-OUTPUT_FILES = (METRICS_FILE, CONFIG_FILE, CHECKPOINT_FILE, CURVES_FILE, SUMMARY_FILE)
+OUTPUT_FILES = (METRICS_FILE, CONFIG_FILE, CHECKPOINT_FILE, CURVES_FILE, SUMMARY_FILE, store.MANIFEST)
 SOCIAL = ("efficiency", "equality", "sustainability", "peace")
 WINDOW_FRACTION = 0.1  # "first" and "last" = the first / last 10% of updates
 MAX_LEARNER_LINES = 8  # more learners than this: the summary and plot show their mean
 FORMAT_VERSION = 1
+KIND = "population"
+STATE_FILE = "state.npz"  # an unfinished run's checkpoint: resume/state.npz and resume/run.json
+RUN_FILE = "run.json"
 
 
 # ----------------------------------------------------------------------------- save
@@ -66,49 +70,61 @@ def save_run(
     preset: str | None = None,
     base_seed: int = 0,
     plot: bool = True,
+    overwrite: bool = False,
 ) -> str:
     """Write ``result`` (a :class:`~socialjax.train.RunResult`) to ``out_dir`` (see the
     module docstring) and return the summary text (also in ``summary.txt``).
 
     ``env_name`` and ``env_options`` must rebuild the environment with
     ``sj.make(env_name, **env_options)`` (``env_name`` defaults to ``result.env_name``);
-    ``base_seed`` is the one passed to ``run``."""
+    ``base_seed`` is the one passed to ``run``. The folder is written whole or not at
+    all (:mod:`socialjax.train.store`); an earlier result there is replaced only with
+    ``overwrite=True``."""
     import flax.serialization
 
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     env_name = env_name or result.env_name
     env_options = dict(env_options or {})
     arrays = {name: np.asarray(v) for name, v in result.metrics.items()}
     arrays.update({f"grid/{k}": np.asarray(v) for k, v in result.grid.items()})
     arrays["seeds"] = np.asarray(result.seeds)
-    np.savez(out / METRICS_FILE, **arrays)
-    meta = {
-        "format_version": FORMAT_VERSION,
-        "preset": preset,
-        "env": env_name,
-        "env_options": env_options,
-        "config": config_to_dict(result.config),
-        "seeds": [int(s) for s in result.seeds],
-        "base_seed": int(base_seed),
-        "sweep": sorted(result.config.sweep_axes()),
+    meta = run_meta(result.config, env_name, env_options, preset, result.seeds, base_seed)
+    meta.update({
         "seconds": float(result.seconds),
         "compile_seconds": float(getattr(result, "compile_seconds", 0.0)),
         "per_device": int(getattr(result, "per_device", 0)),
         "chunk": getattr(result, "chunk", None),
         "nan_runs": list(result.nan_runs),
-    }
-    (out / CONFIG_FILE).write_text(json.dumps(meta, indent=2, default=_json_default) + "\n")
-    (out / CHECKPOINT_FILE).write_bytes(flax.serialization.to_bytes(result.states))
-    files = [METRICS_FILE, CONFIG_FILE, CHECKPOINT_FILE]
-    if plot:
-        plot_curves(result.metrics, result.grid, result.config, out / CURVES_FILE, title=preset or env_name)
-        files.append(CURVES_FILE)
-    files.append(SUMMARY_FILE)
+    })
+    files = [METRICS_FILE, CONFIG_FILE, CHECKPOINT_FILE] + ([CURVES_FILE] if plot else []) + [SUMMARY_FILE]
     text = format_summary(result, env_name=env_name, env_options=env_options, preset=preset)
-    text += f"\nwrote {out}/{{{', '.join(files)}}}"
-    (out / SUMMARY_FILE).write_text(text + "\n")
+    text += f"\nwrote {out}/{{{', '.join(files)}, {store.MANIFEST}}}"
+
+    def write(tmp: Path) -> None:
+        np.savez(tmp / METRICS_FILE, **arrays)
+        (tmp / CONFIG_FILE).write_text(json.dumps(meta, indent=2, default=_json_default) + "\n")
+        (tmp / CHECKPOINT_FILE).write_bytes(flax.serialization.to_bytes(result.states))
+        if plot:
+            plot_curves(result.metrics, result.grid, result.config, tmp / CURVES_FILE, title=preset or env_name)
+        (tmp / SUMMARY_FILE).write_text(text + "\n")
+
+    store.write_folder(out, write, kind=KIND, overwrite=overwrite, info={"env": env_name, "preset": preset})
     return text
+
+
+def run_meta(config: TrainConfig, env_name: str, env_options: dict, preset: str | None, seeds, base_seed: int) -> dict:
+    """What rebuilds a run: the environment, the config, the seeds (``config.json``, and
+    an unfinished run's ``resume/run.json``)."""
+    return {
+        "format_version": FORMAT_VERSION,
+        "preset": preset,
+        "env": env_name,
+        "env_options": dict(env_options),
+        "config": config_to_dict(config),
+        "seeds": [int(s) for s in seeds],
+        "base_seed": int(base_seed),
+        "sweep": sorted(config.sweep_axes()),
+    }
 
 
 def config_to_dict(config: TrainConfig) -> dict[str, Any]:
@@ -183,42 +199,170 @@ class LoadedRun:
 
 
 def load_run(path: str | os.PathLike) -> LoadedRun:
-    """Reload a folder written by :func:`save_run` (or ``socialjax train``)."""
+    """Reload a folder written by :func:`save_run` (or ``socialjax train``). The folder
+    is checked against its manifest first: a partial, damaged or foreign folder raises
+    :class:`~socialjax.train.store.ResultError` naming the file."""
     import flax.serialization
     import jax
 
-    from socialjax.core.registry import make
     from socialjax.train.population import make_train
 
     path = Path(path)
-    missing = [f for f in (CONFIG_FILE, CHECKPOINT_FILE, METRICS_FILE) if not (path / f).is_file()]
-    if missing:
-        raise FileNotFoundError(f"{path} is not a training result folder: missing {missing} "
-                                "(written by `socialjax train PRESET --out DIR` or save_run)")
-    meta = json.loads((path / CONFIG_FILE).read_text())
-    config = config_from_dict(meta["config"])
-    env_options = {k: _tuples(v) for k, v in meta.get("env_options", {}).items()}
-    env = make(meta["env"], **env_options)
+    store.verify(path, kind=KIND)
+    meta = _read_json(path / CONFIG_FILE)
+    config, env = _rebuild(path / CONFIG_FILE, meta)
     train = make_train(env, config)
-    with np.load(path / METRICS_FILE) as data:
-        arrays = {k: data[k] for k in data.files}
+    arrays = _read_npz(path / METRICS_FILE)
+    if "seeds" not in arrays or not any(k.startswith("grid/") for k in arrays):
+        raise store.ResultError(f"{path / METRICS_FILE} is not a population result's metrics (no seeds or grid)")
     seeds = arrays.pop("seeds")
     grid = {k[len("grid/"):]: arrays.pop(k) for k in list(arrays) if k.startswith("grid/")}
     G, S = len(next(iter(grid.values()))), len(seeds)
     template = _state_template(train, config)
-    raw = flax.serialization.msgpack_restore((path / CHECKPOINT_FILE).read_bytes())
     try:
+        raw = flax.serialization.msgpack_restore((path / CHECKPOINT_FILE).read_bytes())
         states = flax.serialization.from_state_dict(template, raw)
-    except (KeyError, ValueError, TypeError) as err:
-        raise ValueError(f"{path / CHECKPOINT_FILE} does not match the learners of its config.json: {err}") from None
+    except Exception as err:  # msgpack raises several types for damaged bytes
+        raise store.ResultError(f"{path / CHECKPOINT_FILE} does not hold the learners of its config.json: "
+                                f"{type(err).__name__}: {err}") from None
     want = jax.tree_util.tree_map(lambda t: (G, S) + tuple(t.shape), template)
     got = jax.tree_util.tree_map(lambda x: tuple(np.shape(x)), states)
     if jax.tree_util.tree_structure(states) != jax.tree_util.tree_structure(template) or want != got:
-        raise ValueError(f"{path / CHECKPOINT_FILE} does not match the learners of its config.json "
-                         f"({G} grid point(s) x {S} seed(s))")
+        raise store.ResultError(f"{path / CHECKPOINT_FILE} does not match the learners of its config.json "
+                                f"({G} grid point(s) x {S} seed(s))")
     states = jax.tree_util.tree_map(np.asarray, states)
-    return LoadedRun(path, meta.get("preset"), meta["env"], env_options, config, env, train, seeds,
+    return LoadedRun(path, meta.get("preset"), meta["env"], _env_options(meta), config, env, train, seeds,
                      int(meta.get("base_seed", 0)), grid, arrays, states, meta)
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        meta = json.loads(path.read_text())
+    except (OSError, ValueError, UnicodeDecodeError) as err:
+        raise store.ResultError(f"{path} is not readable JSON: {err}") from None
+    if not isinstance(meta, dict):
+        raise store.ResultError(f"{path} is not a socialjax run description")
+    return meta
+
+
+def _read_npz(path: Path) -> dict[str, np.ndarray]:
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return {k: data[k] for k in data.files}
+    except Exception as err:  # zipfile, numpy and OS errors for damaged files
+        raise store.ResultError(f"{path} is not a readable .npz file: {type(err).__name__}: {err}") from None
+
+
+def _env_options(meta: dict) -> dict:
+    return {k: _tuples(v) for k, v in meta.get("env_options", {}).items()}
+
+
+def _rebuild(where: Path, meta: dict):
+    """The config and environment a run description names."""
+    from socialjax.core.registry import make
+
+    try:
+        config = config_from_dict(meta["config"])
+        env = make(meta["env"], **_env_options(meta))
+    except KeyError as err:
+        raise store.ResultError(f"{where} does not describe a run: no {err}") from None
+    except (ValueError, TypeError) as err:
+        raise store.ResultError(f"{where}: {err}") from None
+    return config, env
+
+
+# ----------------------------------------------------------------------------- checkpoints
+def save_checkpoint(out_dir: str | os.PathLike, snapshot, meta: dict, *, segment: int,
+                    memory: int | None = None) -> Path:
+    """Write an unfinished run's checkpoint, ``out_dir/resume/`` (``state.npz``: the
+    :class:`~socialjax.train.run.Snapshot`'s state leaves and metrics; ``run.json``:
+    ``meta`` from :func:`run_meta` and the segment bookkeeping), atomically: the old
+    checkpoint is replaced only once the new one is complete. ``out_dir`` holds nothing
+    else until the run finishes and its results replace the checkpoint."""
+    import jax
+
+    out = Path(out_dir)
+    leaves = jax.tree_util.tree_leaves(snapshot.state)
+    arrays = {f"state/{i:05d}": np.asarray(x) for i, x in enumerate(leaves)}
+    arrays.update({f"metrics/{k}": np.asarray(v) for k, v in snapshot.metrics.items()})
+    info = {**meta, "updates_done": int(snapshot.updates_done), "per_device": int(snapshot.per_device),
+            "chunk": snapshot.chunk, "segment": int(segment), "memory": memory}
+
+    def write(folder: Path) -> None:
+        np.savez(folder / STATE_FILE, **arrays)
+        (folder / RUN_FILE).write_text(json.dumps(info, indent=2, default=_json_default) + "\n")
+
+    if store.folder_state(out) == "unfinished":
+        return store.write_subfolder(out / store.RESUME_DIR, write, kind="checkpoint")
+
+    def wrap(tmp: Path) -> None:  # a new unfinished-run folder, replacing what --overwrite allowed
+        store.write_subfolder(tmp / store.RESUME_DIR, write, kind="checkpoint")
+
+    store.write_folder(out, wrap, kind=None, overwrite=True)
+    return out / store.RESUME_DIR
+
+
+@dataclasses.dataclass
+class Checkpoint:
+    """An unfinished run read back by :func:`load_checkpoint`: ``meta`` (``run.json``),
+    the rebuilt ``config`` and ``env``, and the arrays (``state`` leaves in order,
+    ``metrics``) for :func:`restore_snapshot`."""
+
+    path: Path
+    meta: dict
+    config: TrainConfig
+    env: Any
+    leaves: list
+    metrics: dict
+
+
+def load_checkpoint(out_dir: str | os.PathLike) -> Checkpoint:
+    """Read ``out_dir/resume/``, checked against its manifest."""
+    out = Path(out_dir)
+    state = store.folder_state(out)
+    if state != "unfinished":
+        what = {"missing": "does not exist", "empty": "is empty", "result": "holds a finished result",
+                "foreign": "is not a socialjax output folder"}[state]
+        raise store.ResultError(f"{out} {what}: there is no unfinished run to resume "
+                                f"(a run saves one with --checkpoint-every K)")
+    folder = out / store.RESUME_DIR
+    store.verify(folder, kind="checkpoint")
+    meta = _read_json(folder / RUN_FILE)
+    config, env = _rebuild(folder / RUN_FILE, meta)
+    arrays = _read_npz(folder / STATE_FILE)
+    leaves = [arrays[k] for k in sorted(k for k in arrays if k.startswith("state/"))]
+    metrics = {k[len("metrics/"):]: v for k, v in arrays.items() if k.startswith("metrics/")}
+    return Checkpoint(folder, meta, config, env, leaves, metrics)
+
+
+def restore_snapshot(checkpoint: Checkpoint, train):
+    """The :class:`~socialjax.train.run.Snapshot` of a checkpoint, its state leaves
+    checked against the run state ``train.init`` makes (``train`` =
+    ``make_train(checkpoint.env, checkpoint.config)``)."""
+    import jax
+    import jax.numpy as jnp
+
+    from socialjax.train.run import Snapshot, _key_data
+
+    meta = checkpoint.meta
+    R = len(meta["seeds"]) * len(next(iter(checkpoint.config.hparam_grid().values())))
+    hp = {k: jnp.float32(v[0]) for k, v in checkpoint.config.hparam_grid().items()}
+    shapes = jax.eval_shape(lambda k: jax.tree_util.tree_map(_key_data, train.init(k, hp)), jax.random.key(0))
+    want = jax.tree_util.tree_leaves(shapes)
+    where = checkpoint.path / STATE_FILE
+    if len(want) != len(checkpoint.leaves):
+        raise store.ResultError(f"{where} holds {len(checkpoint.leaves)} state arrays; the run of its run.json has "
+                                f"{len(want)} (written by another version or job?)")
+    for i, (w, x) in enumerate(zip(want, checkpoint.leaves)):
+        if x.shape != (R, *w.shape) or x.dtype != w.dtype:
+            raise store.ResultError(f"{where}: state array {i} is {x.dtype}{list(x.shape)}, the run of its run.json "
+                                    f"needs {w.dtype}{[R, *w.shape]}")
+    state = jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(shapes), checkpoint.leaves)
+    done = int(meta["updates_done"])
+    for k, v in checkpoint.metrics.items():
+        if v.shape[:2] != (R, done):
+            raise store.ResultError(f"{where}: metrics/{k} has shape {list(v.shape)}, expected {R} runs x {done} updates")
+    return Snapshot(done, state, checkpoint.metrics, int(meta["per_device"]), meta["chunk"])
 
 
 def _state_template(train, config: TrainConfig):

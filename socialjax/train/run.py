@@ -57,9 +57,14 @@ from the command line (process 0 alone writes the results).
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import os
+import signal
+import sys
+import threading
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Sequence
 
@@ -125,6 +130,9 @@ def run(
     label: str = "",
     chunk: int | None = None,
     memory: int | None = None,
+    segment: int | None = None,
+    on_segment: Callable[[Snapshot], None] | None = None,
+    resume: Snapshot | None = None,
 ) -> RunResult:
     """Train ``len(grid) x len(seeds)`` runs in one call: equal blocks of runs, one per
     device, each device running the same compiled single-device program.
@@ -138,6 +146,14 @@ def run(
     :func:`device_memory`); a program that needs more is chunked, or refused with a
     ``MemoryError`` when one run alone needs more.
 
+    ``segment``: updates per compiled call (default: all of them in one). After every
+    segment but the last, ``on_segment(snapshot)`` receives a :class:`Snapshot` of the
+    runs (their complete state and the metrics so far, on the host): save it, and
+    ``run(..., resume=snapshot)`` continues from it with the same bits as a run that was
+    never stopped (same config, seeds, segment and runs per device). A first Ctrl-C
+    stops the runs at the end of the segment under way (after ``on_segment``) by
+    raising :class:`Interrupted`, which holds that snapshot; a second stops at once.
+
     ``devices``: where the runs go (default: ``jax.devices()``, which is this process's
     devices unless ``jax.distributed`` joined several processes; see the module docstring)."""
 
@@ -146,14 +162,21 @@ def run(
         raise ValueError(f"seeds must be a positive count or a list of non-negative ints, got {seeds!r}")
     if len(set(seeds.tolist())) != len(seeds):
         raise ValueError("seeds must be distinct (a repeated seed repeats the same run)")
-    if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 1):
-        raise ValueError(f"chunk must be a positive int or None, got {chunk!r}")
-    if memory is not None and (isinstance(memory, bool) or not isinstance(memory, (int, np.integer)) or memory < 1):
-        raise ValueError(f"memory must be a positive number of bytes or None, got {memory!r}")
+    for name, value in (("chunk", chunk), ("memory", memory), ("segment", segment)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
+            raise ValueError(f"{name} must be a positive int or None, got {value!r}")
     config.validate()
     grid = config.hparam_grid()
     G, S = len(next(iter(grid.values()))), len(seeds)
-    R = G * S
+    R, U = G * S, config.num_updates
+    K = U if segment is None else min(int(segment), U)
+    done = 0
+    if resume is not None:
+        if not 0 < resume.updates_done < U:
+            raise ValueError(f"the snapshot has {resume.updates_done} of {U} updates done: nothing to resume")
+        if chunk is not None and chunk != resume.chunk:
+            raise ValueError(f"the snapshot's runs were computed with chunk={resume.chunk}; resume with the same")
+        chunk, done = resume.chunk, resume.updates_done
     devices = list(devices) if devices is not None else jax.devices()
     if not devices:
         raise ValueError("devices must name at least one device")
@@ -161,19 +184,68 @@ def run(
     if isinstance(progress, Progress):
         prog = progress
     elif progress and config.log_every:
-        prog = Progress(config.num_updates, 1, label=label, format_line=_line)
+        prog = Progress(U, 1, label=label, format_line=_line)
     else:
         prog = None
     train = make_train(env, config, params=params, progress=prog)
     start = time.perf_counter()
-    compiled, inputs, layout, chunk, need = compile_fitting(train, config, R, devices, seeds, grid, S, base_seed,
-                                                            chunk, memory)
+    keys = run_keys(np.tile(seeds, G), base_seed)
+    run_hparams = {k: np.repeat(v, S) for k, v in grid.items()}
+    plan = stages(done, U, K, fresh=resume is None)
+    sized = max(plan, key=lambda st: st[1])  # the stage whose memory decides the chunk
+
+    def block_args(layout):  # arguments of that stage, on each device (the run states as shapes)
+        inputs = place_blocks(layout, keys[layout.index], {k: v[layout.index] for k, v in run_hparams.items()})
+        if sized[0]:
+            return [(k, hp, np.int32(done)) for k, hp in inputs]
+        init = device_program(stage(train, True, 0, False), layout.per_device, chunk, shared=1)
+        return [(_on(jax.eval_shape(init, k, hp, np.int32(0))[0], hp_device(hp)), hp, np.int32(done))
+                for k, hp in inputs]
+
+    compiled, args, layout, chunk, need = compile_fitting(stage(train, *sized), config, R, devices, chunk, memory,
+                                                          block_args, shared=1)
+    if resume is not None and layout.per_device != resume.per_device:
+        warnings.warn(f"the snapshot's runs were computed {resume.per_device} per device, these {layout.per_device}: "
+                      "the resumed runs may differ from uninterrupted ones in the last bits", stacklevel=2)
     if prog is not None and not isinstance(progress, Progress):
         prog.num_runs = layout.local_slots
+    B = layout.per_device
+    programs = {sized: compiled}
+    hps = [hp for _, hp, _ in args]
+    key_blocks = [k for k, _ in place_blocks(layout, keys[layout.index], {})]
+    init = device_program(stage(train, True, 0, False), B, chunk, shared=1)
+    state_shapes = [_on(jax.eval_shape(init, k, hp, np.int32(0))[0], hp_device(hp)) for k, hp in zip(key_blocks, hps)]
+    for st in plan:  # every stage compiled before any runs: compile time is not run time
+        if st not in programs:
+            programs[st] = compile_blocks(device_program(stage(train, *st), B, chunk, shared=1),
+                                          [(k if st[0] else x, hp, np.int32(0))
+                                           for k, x, hp in zip(key_blocks, state_shapes, hps)])
+    if resume is None:
+        xs, metrics_so_far = key_blocks, []
+    else:
+        xs, metrics_so_far = put_state(resume.state, layout), [resume.metrics]
     compile_seconds = time.perf_counter() - start
-    states, metrics = execute_blocks(compiled, inputs, layout)
-    metrics = jax.tree_util.tree_map(lambda x: x[:R].reshape(G, S, *x.shape[1:]), metrics)
-    states = jax.tree_util.tree_map(lambda x: x[:R].reshape(G, S, *x.shape[1:]), states)
+    multihost = _multihost(layout.devices)
+    segments = sum(1 for st in plan if st[1])
+    with _interrupts(enabled=not multihost, stoppable=segments > 1) as stop:
+        for st in plan:
+            outs = dispatch(programs[st], [(x, hp, np.int32(done)) for x, hp in zip(xs, hps)])
+            xs = [o[0] for o in outs]
+            if st[1]:
+                metrics_so_far.append(take_state([o[1] for o in outs], layout, R))
+                done += st[1]
+            if st[2]:
+                final, extra = take_state(xs, layout, R), take_state([o[2] for o in outs], layout, R)
+            elif st[1] and done < U and (on_segment is not None or stop.requested):
+                snapshot = Snapshot(done, take_state(xs, layout, R), _concat(metrics_so_far), B, chunk)
+                metrics_so_far = [snapshot.metrics]
+                if on_segment is not None:
+                    on_segment(snapshot)
+                if stop.requested:
+                    raise Interrupted(snapshot, done, U)
+    metrics = {**_concat(metrics_so_far), **extra}
+    metrics = jax.tree_util.tree_map(lambda x: x.reshape(G, S, *x.shape[1:]), metrics)
+    states = jax.tree_util.tree_map(lambda x: x.reshape(G, S, *x.shape[1:]), final)
     seconds = time.perf_counter() - start
     nan_runs = []
     for g in range(G):
@@ -191,15 +263,79 @@ def run(
                      layout.per_device, chunk, need)
 
 
-def compile_fitting(train, config, num_runs, devices, seeds, grid, S, base_seed, chunk, memory):
-    """Lay the runs out, compile, and check the program against the device's memory:
-    when it does not fit, chunk the runs (or, with ``chunk`` given or one run per
-    device, raise ``MemoryError``). Returns ``(compiled, inputs, layout, chunk, bytes)``."""
+def stages(done: int, num_updates: int, segment: int, fresh: bool) -> list[tuple[bool, int, bool]]:
+    """The compiled calls of a run as ``(init, updates, finish)`` stages: init (unless
+    resuming), the segments of ``segment`` updates (the last one shorter when
+    ``segment`` does not divide what is left), the finish. Init and finish are always
+    calls of their own: a program that fuses them with the updates compiles faster
+    but gives other bits in the last place, and a run's bits must not depend on how it
+    was cut into segments."""
+    plan = [(True, 0, False)] if fresh else []
+    at = done
+    while at < num_updates:
+        n = min(segment, num_updates - at)
+        plan.append((False, n, False))
+        at += n
+    return plan + [(False, 0, True)]
+
+
+def stage(train, init: bool, updates: int, finish: bool) -> Callable:
+    """One run's program for a stage: ``(x, hparams, start) -> (x, metrics, extra)``,
+    where ``x`` is the run's key before init and its state after, and its final
+    :class:`~socialjax.train.population.TrainState` after finish; ``metrics`` are the
+    per-update ones of these ``updates``, ``extra`` those of the finish."""
+
+    def fn(x, hp, at):
+        state = train.init(x, hp) if init else x
+        metrics, extra = {}, {}
+        if updates:
+            state, metrics = train.updates(state, at, hp, length=updates)
+        if finish:
+            state, extra = train.finish(state, hp)
+        return state, metrics, extra
+
+    return fn
+
+
+def hp_device(hparams: dict):
+    return next(iter(hparams.values())).devices().pop()
+
+
+@dataclasses.dataclass
+class Snapshot:
+    """The runs of :func:`run` between two segments, on the host: ``updates_done``; the
+    complete ``state`` of every run (numpy leaves with a leading run axis ``R = G x S``,
+    grid-major; random keys as their ``key_data``); the per-update ``metrics`` so far
+    ``(R, updates_done, ...)``; and ``per_device`` and ``chunk``, which a resumed run
+    must keep to give the same bits."""
+
+    updates_done: int
+    state: Any
+    metrics: dict[str, np.ndarray]
+    per_device: int
+    chunk: int | None
+
+
+class Interrupted(Exception):
+    """Raised by :func:`run` when Ctrl-C stopped it between segments; ``snapshot``
+    holds the runs (already handed to ``on_segment``)."""
+
+    def __init__(self, snapshot: Snapshot, done: int, total: int):
+        super().__init__(f"interrupted after update {done} of {total}")
+        self.snapshot = snapshot
+
+
+def compile_fitting(fn, config, num_runs, devices, chunk, memory, block_args, shared=0):
+    """Lay the runs out, compile ``fn`` (one run's program; its last ``shared``
+    arguments are common to the runs) on the first device, and check it against the
+    device's memory: when it does not fit, chunk the runs (or, with ``chunk`` given or
+    one run per device, raise ``MemoryError``). ``block_args(layout)`` gives each
+    device's arguments (arrays or shapes placed on the device). Returns ``(compiled,
+    args, layout, chunk, bytes)``."""
     asked = chunk
     while True:
         layout = lay_out(num_runs, devices, chunk)
-        keys = run_keys(np.tile(seeds, num_runs // S)[layout.index], base_seed)
-        hparams = {k: np.repeat(v, S)[layout.index] for k, v in grid.items()}
+        args = block_args(layout)
         limit = memory if memory is not None else device_memory(layout.devices[0])
         found = {}
 
@@ -213,9 +349,9 @@ def compile_fitting(train, config, num_runs, devices, seeds, grid, S, base_seed,
             found["chunk"] = fit_chunk(layout.per_device, group, first.memory_analysis(), MEMORY_HEADROOM * limit)
             return False
 
-        done = compile_blocks(device_program(train, chunk), layout, keys, hparams, fits)
-        if done is not None:
-            return (*done, layout, chunk, found.get("need", 0))
+        compiled = compile_blocks(device_program(fn, layout.per_device, chunk, shared), args, fits)
+        if compiled is not None:
+            return compiled, args, layout, chunk, found.get("need", 0)
         # the estimate is linear in the chunk; when even one run seems not to fit, the
         # one-run program is compiled to say so with its real size; when a chunked
         # program still does not fit, the next round halves the chunk
@@ -328,22 +464,27 @@ def lay_out(num_runs: int, devices: Sequence[jax.Device], chunk: int | None = No
     return Layout(num_runs, per_device, used)
 
 
-def device_program(train: Callable, chunk: int | None = None) -> Callable:
-    """What one device runs on its block of ``keys (B,)`` and ``hparams``
-    (``{name: (B,)}``): ``jit(vmap(train))``, or with ``chunk`` a ``lax.map`` over
-    vmapped chunks of ``chunk`` runs."""
-    if chunk is None:
-        return jax.jit(jax.vmap(train))
-    return jax.jit(lambda keys, hp: jax.lax.map(lambda args: train(*args), (keys, hp), batch_size=chunk))
+def device_program(fn: Callable, per_device: int, chunk: int | None = None, shared: int = 0) -> Callable:
+    """What one device runs on its block of ``per_device`` runs: ``fn`` is one run's
+    program, every argument but the last ``shared`` has a leading run axis.
+    ``jit(vmap(fn))``; with ``chunk``, a ``lax.map`` over vmapped chunks of ``chunk``
+    runs; a lone run (``per_device=1``) is computed as ``fn`` itself, unbatched."""
+
+    def call(*args):
+        batched, common = args[: len(args) - shared], args[len(args) - shared:]
+        one = lambda b: fn(*b, *common)  # noqa: E731
+        if chunk is not None:
+            return jax.lax.map(one, batched, batch_size=chunk)
+        if per_device == 1:
+            out = one(jax.tree_util.tree_map(lambda x: x[0], batched))
+            return jax.tree_util.tree_map(lambda x: x[None], out)
+        return jax.vmap(lambda *b: one(b))(*batched)
+
+    return jax.jit(call)
 
 
-def compile_blocks(program: Callable, layout: Layout, keys: jax.Array, hparams: dict[str, np.ndarray],
-                   fits: Callable[[Any], bool] | None = None):
-    """Put each of this host's blocks on its device and compile ``program`` there (one
-    compile per device: the same HLO everywhere, so the same bits). The first block is
-    compiled alone and shown to ``fits`` (which may refuse it: then ``None`` is returned
-    before the others compile); the rest compile in parallel threads. Returns the
-    compiled programs and their inputs, for this host's devices only."""
+def place_blocks(layout: Layout, keys: jax.Array, hparams: dict[str, np.ndarray]) -> list[tuple]:
+    """``(keys, hparams)`` of each of this host's blocks, on its device."""
     B = layout.per_device
     here = jax.process_index()
     blocks = []
@@ -351,22 +492,38 @@ def compile_blocks(program: Callable, layout: Layout, keys: jax.Array, hparams: 
         if device.process_index != here:
             continue
         part = slice(i * B, (i + 1) * B)
-        args = (jax.device_put(keys[part], device), {k: jax.device_put(v[part], device) for k, v in hparams.items()})
-        blocks.append(args)
-    lowered = [program.lower(*args) for args in blocks]  # tracing is shared; lowering is cheap
+        blocks.append((jax.device_put(keys[part], device),
+                       {k: jax.device_put(v[part], device) for k, v in hparams.items()}))
+    return blocks
+
+
+def compile_blocks(program: Callable, args: list[tuple], fits: Callable[[Any], bool] | None = None):
+    """Compile ``program`` for each device's arguments (one compile per device: the
+    same HLO everywhere, so the same bits). The first is compiled alone and shown to
+    ``fits`` (which may refuse it: then ``None`` is returned before the others compile);
+    the rest compile in parallel threads."""
+    lowered = [program.lower(*a) for a in args]  # tracing is shared; lowering is cheap
     first = lowered[0].compile()
     if fits is not None and not fits(first):
         return None
     with ThreadPoolExecutor(max(len(lowered) - 1, 1)) as pool:
-        return [first, *pool.map(lambda low: low.compile(), lowered[1:])], blocks
+        return [first, *pool.map(lambda low: low.compile(), lowered[1:])]
 
 
-def execute_blocks(compiled: list, inputs: list, layout: Layout):
-    """Dispatch every block (asynchronously, so the devices run together), then gather
-    ``(states, metrics)`` as numpy arrays over all ``layout.padded`` slots. When the
-    layout spans several processes, every process gathers every process's slots
-    (``process_allgather``, a collective that all of them must enter: over gloo on CPU)."""
-    outs = [fn(*args) for fn, args in zip(compiled, inputs)]
+def dispatch(compiled: list, args: list[tuple]) -> list:
+    """Start every block (asynchronously, so the devices run together)."""
+    return [fn(*a) for fn, a in zip(compiled, args)]
+
+
+def gather(outs: list, layout: Layout):
+    """The blocks' outputs as numpy arrays over all ``layout.padded`` slots. Waits in
+    short sleeps, so that Ctrl-C is seen at once. When the layout spans several
+    processes, every process gathers every process's slots (``process_allgather``, a
+    collective that all of them must enter: over gloo on CPU)."""
+    outs = jax.tree_util.tree_map(_key_data, outs)
+    for leaf in jax.tree_util.tree_leaves(outs):
+        while not leaf.is_ready():
+            time.sleep(0.01)
     local = jax.tree_util.tree_map(lambda *xs: np.concatenate([np.asarray(x) for x in xs]), *outs)
     if not _multihost(layout.devices):
         return local
@@ -375,6 +532,86 @@ def execute_blocks(compiled: list, inputs: list, layout: Layout):
     # (processes, local slots, ...) in process order, which is the block order
     gathered = multihost_utils.process_allgather(local, tiled=False)
     return jax.tree_util.tree_map(lambda x: np.asarray(x).reshape(-1, *x.shape[2:]), gathered)
+
+
+def execute_blocks(compiled: list, inputs: list, layout: Layout):
+    """Dispatch every block and gather the outputs (see :func:`gather`)."""
+    return gather(dispatch(compiled, inputs), layout)
+
+
+def take_state(states: list, layout: Layout, num_runs: int):
+    """The devices' run states on the host, the ``num_runs`` real runs (keys as key data)."""
+    return jax.tree_util.tree_map(lambda x: x[:num_runs], gather(states, layout))
+
+
+def put_state(state, layout: Layout) -> list:
+    """A :class:`Snapshot`'s state back onto this host's devices, in ``layout``'s blocks
+    (padding repeats the last run); key data becomes keys again."""
+    B = layout.per_device
+    here = jax.process_index()
+    index = layout.index
+    blocks = []
+    for i, device in enumerate(layout.devices):
+        if device.process_index != here:
+            continue
+        part = index[i * B:(i + 1) * B]
+        blocks.append(jax.tree_util.tree_map(lambda x: jax.device_put(np.asarray(x)[part], device), state))
+    return [jax.tree_util.tree_map(_from_key_data, b, is_leaf=_is_key_data) for b in blocks]
+
+
+KEY_DATA = "__key_data__"
+
+
+def _key_data(x):
+    if isinstance(x, jax.Array) and jnp.issubdtype(x.dtype, jax.dtypes.prng_key):
+        return {KEY_DATA: jax.random.key_data(x)}
+    return x
+
+
+def _is_key_data(x) -> bool:
+    return isinstance(x, dict) and set(x) == {KEY_DATA}
+
+
+def _from_key_data(x):
+    return jax.random.wrap_key_data(x[KEY_DATA]) if _is_key_data(x) else x
+
+
+def _concat(parts: list[dict]) -> dict:
+    return {k: np.concatenate([p[k] for p in parts], axis=1) for k in parts[0]}
+
+
+def _on(shapes, device):
+    """Shapes with ``device`` as their placement (to compile for it without data)."""
+    sharding = jax.sharding.SingleDeviceSharding(device)
+    return jax.tree_util.tree_map(lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=sharding), shapes)
+
+
+class _Stop:
+    requested = False
+
+
+@contextlib.contextmanager
+def _interrupts(enabled: bool, stoppable: bool):
+    """While training: a first Ctrl-C asks to stop at the end of the segment under way
+    (when there is a later one), a second (or the first, with no later segment) raises
+    ``KeyboardInterrupt`` at once. Only in the main thread of a single process."""
+    stop = _Stop()
+    if not enabled or threading.current_thread() is not threading.main_thread():
+        yield stop
+        return
+
+    def handler(signum, frame):
+        if stop.requested or not stoppable:
+            raise KeyboardInterrupt
+        stop.requested = True
+        print("\ninterrupt: stopping at the end of the segment under way (Ctrl-C again to stop at once, losing it)",
+              file=sys.stderr, flush=True)
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield stop
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _size(n: float) -> str:

@@ -20,7 +20,8 @@ import numpy as np
 import pytest
 
 import socialjax as sj
-from socialjax.train.run import MEMORY_HEADROOM, compile_fitting, execute_blocks, fit_chunk, lay_out, run_keys
+from socialjax.train.run import (MEMORY_HEADROOM, compile_fitting, execute_blocks, fit_chunk, lay_out, place_blocks,
+                                 run_keys)
 
 from support import ON_CPU, assert_same
 from train_configs import IPD_ROUNDS, IPD_TFT, IPD_TFT_SEEDS, ipd_env
@@ -234,9 +235,12 @@ def _toy_train(key, hparams):
 
 
 def _toy_fit(runs, memory, chunk=None):
-    seeds = np.arange(runs)
-    return compile_fitting(_toy_train, IPD_TFT, runs, jax.local_devices()[:1], seeds,
-                           {"lr": np.float32([0.5])}, runs, 0, chunk, memory)
+    keys, hparams = run_keys(np.arange(runs)), {"lr": np.full((runs,), 0.5, np.float32)}
+
+    def block_args(layout):
+        return place_blocks(layout, keys[layout.index], {k: v[layout.index] for k, v in hparams.items()})
+
+    return compile_fitting(_toy_train, IPD_TFT, runs, jax.local_devices()[:1], chunk, memory, block_args)
 
 
 def test_runs_that_do_not_fit_the_device_are_chunked_with_the_same_results():

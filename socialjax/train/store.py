@@ -1,0 +1,316 @@
+"""Result folders as transactions.
+
+A result folder is written whole or not at all: its files go into a hidden temporary
+sibling (``.NAME.tmp-...``), then a ``manifest.json`` listing every file with its size
+and SHA-256, then the folder is renamed into place. Loading checks the manifest, so a
+folder that a crash, a full disk or a second writer left half-written is refused with a
+message naming the file, never read as a mix of two runs.
+
+- :func:`check_out_dir` validates an output folder before any work starts (a file
+  there, an earlier result without ``overwrite``, an unfinished run, a folder that is
+  not ours, a parent that cannot be written);
+- :func:`claim` holds ``.NAME.lock`` beside the folder while a job runs, so a second
+  job aiming at the same folder stops at once instead of racing the first;
+- :func:`write_folder` writes a folder atomically (replacing an earlier result only
+  with ``overwrite``); :func:`write_subfolder` does the same for a folder inside one
+  (a run's ``resume/`` checkpoint);
+- :func:`verify` checks a folder against its manifest and returns the manifest.
+
+The manifest also names the job ``kind`` (``population`` or ``donor-evolution``), so a
+loader refuses a folder written by another job.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import socket
+import time
+import uuid
+from pathlib import Path
+from typing import Callable, Iterable
+
+MANIFEST = "manifest.json"
+RESUME_DIR = "resume"  # an unfinished run's checkpoint, inside its output folder
+MANIFEST_VERSION = 1
+KINDS = ("population", "donor-evolution", "checkpoint")
+
+
+class ResultError(ValueError):
+    """A results folder that cannot be used as asked: missing, partial, damaged, foreign."""
+
+
+class OutputError(ValueError):
+    """An output path that cannot be written as asked."""
+
+
+# ------------------------------------------------------------------------------ checks
+def check_out_dir(path: str | os.PathLike, *, overwrite: bool = False, resume: bool = False) -> Path:
+    """Validate the output folder of a job before anything runs; returns it as a Path.
+
+    Refused: a path that is a file; a folder that holds a result (without ``overwrite``)
+    or an unfinished run (without ``overwrite``, unless ``resume``); a non-empty folder
+    that is not a socialjax result (never deleted, even with ``overwrite``); a parent
+    that cannot be created or written."""
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise OutputError(f"{out} is a file; the output must be a folder (choose another path)")
+    if out.is_dir():
+        state = folder_state(out)
+        if state == "result" and not overwrite:
+            kind = _kind(out)
+            raise OutputError(f"{out} already holds a {kind} result; pass --overwrite to replace it, "
+                              "or choose another output folder")
+        if state == "unfinished" and not (overwrite or resume):
+            raise OutputError(f"{out} holds an unfinished run; continue it with `socialjax train --resume {out}`, "
+                              "or pass --overwrite to start again")
+        if state == "foreign":
+            raise OutputError(f"{out} is not empty and is not a socialjax result folder; it is left alone: "
+                              "choose another output folder")
+    parent = out.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise OutputError(f"cannot create {parent}: {err.strerror or err}") from None
+    check_writable(parent)
+    return out
+
+
+def check_writable(folder: Path) -> None:
+    """Raise :class:`OutputError` unless a file can be created in ``folder``."""
+    probe = folder / f".socialjax-probe-{uuid.uuid4().hex[:8]}"
+    try:
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as err:
+        raise OutputError(f"cannot write in {folder}: {err.strerror or err}") from None
+
+
+def check_out_file(path: str | os.PathLike, *, overwrite: bool = False, suffixes: Iterable[str] = ()) -> Path:
+    """Validate an output file before any work starts: not a folder, its folder
+    writable (created when missing), not an existing file unless ``overwrite``, and
+    one of ``suffixes`` when given."""
+    out = Path(path)
+    suffixes = tuple(suffixes)
+    if out.is_dir():
+        raise OutputError(f"{out} is a folder; give a file path" + (f" ending in {'/'.join(suffixes)}" if suffixes else ""))
+    if suffixes and out.suffix.lower() not in suffixes:
+        raise OutputError(f"{out}: unsupported extension {out.suffix or '(none)'!r}; use one of {', '.join(suffixes)}")
+    if out.exists() and not overwrite:
+        raise OutputError(f"{out} exists; pass --overwrite to replace it, or choose another path")
+    parent = out.parent
+    if parent.exists() and not parent.is_dir():
+        raise OutputError(f"{parent} is a file, not a folder")
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise OutputError(f"cannot create {parent}: {err.strerror or err}") from None
+    check_writable(parent)
+    return out
+
+
+def folder_state(path: Path) -> str:
+    """``missing``, ``empty``, ``result`` (has a manifest), ``unfinished`` (has only a
+    ``resume/`` checkpoint) or ``foreign`` (anything else)."""
+    if not path.is_dir():
+        return "missing"
+    names = {p.name for p in path.iterdir()}
+    if not names:
+        return "empty"
+    if MANIFEST in names:
+        return "result"
+    if names == {RESUME_DIR}:
+        return "unfinished"
+    return "foreign"
+
+
+def _kind(path: Path) -> str:
+    try:
+        return json.loads((path / MANIFEST).read_text()).get("kind", "socialjax")
+    except (OSError, ValueError, AttributeError):
+        return "socialjax"
+
+
+# ------------------------------------------------------------------------------- lock
+@contextlib.contextmanager
+def claim(path: str | os.PathLike):
+    """Hold ``.NAME.lock`` beside ``path`` for the duration: a second job aiming at the
+    same folder raises :class:`OutputError` at once. A lock left by a process of this
+    host that no longer runs is taken over."""
+    out = Path(path)
+    lock = out.parent / f".{out.name}.lock"
+    me = f"{socket.gethostname()} {os.getpid()}"
+    for _ in range(2):
+        try:
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            if _stale(lock):
+                lock.unlink(missing_ok=True)
+                continue
+            holder = _read(lock) or "another process"
+            raise OutputError(f"{out} is being written by {holder} (lock {lock}); wait for it, or choose another "
+                              "output folder (delete the lock only if that process is gone)") from None
+        with os.fdopen(fd, "w") as fh:
+            fh.write(me)
+        break
+    try:
+        yield out
+    finally:
+        if _read(lock) == me:
+            lock.unlink(missing_ok=True)
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None
+
+
+def _stale(lock: Path) -> bool:
+    text = _read(lock)
+    if not text:
+        return False
+    host, _, pid = text.rpartition(" ")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+# ------------------------------------------------------------------------------ write
+def write_folder(path: str | os.PathLike, write: Callable[[Path], None], *, kind: str | None,
+                 overwrite: bool = False, info: dict | None = None) -> Path:
+    """Write a folder atomically: ``write(tmp)`` fills a temporary sibling, a manifest
+    of its files is added (none with ``kind=None``: a folder that only wraps manifested
+    subfolders), and the folder is renamed into place. An existing result (or
+    unfinished run) there is replaced only with ``overwrite``; an existing empty folder
+    is replaced. Nothing is left behind when ``write`` raises."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir()
+    try:
+        write(tmp)
+        if kind is not None:
+            _write_manifest(tmp, kind, info)
+        _fsync_dir(tmp)
+        _swap_in(tmp, out, overwrite)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
+
+
+def write_subfolder(path: str | os.PathLike, write: Callable[[Path], None], *, kind: str,
+                    info: dict | None = None) -> Path:
+    """Like :func:`write_folder`, for a folder that is always replaced (a checkpoint):
+    the new one is complete before the old one goes."""
+    return write_folder(path, write, kind=kind, overwrite=True, info=info)
+
+
+def _swap_in(tmp: Path, out: Path, overwrite: bool) -> None:
+    state = folder_state(out)
+    if state in ("missing", "empty"):
+        if state == "empty":
+            out.rmdir()
+        os.rename(tmp, out)
+        return
+    if state == "foreign" and out.name != RESUME_DIR:
+        raise OutputError(f"{out} is not empty and is not a socialjax result folder; it is left alone "
+                          f"(the new result is not written)")
+    if not overwrite:
+        raise OutputError(f"{out} was written by another job while this one ran; pass --overwrite to replace it "
+                          "(the new result is not written)")
+    old = out.parent / f".{out.name}.old-{uuid.uuid4().hex[:8]}"
+    os.rename(out, old)
+    os.rename(tmp, out)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _write_manifest(folder: Path, kind: str, info: dict | None) -> None:
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    files = {}
+    for p in sorted(folder.rglob("*")):
+        if p.is_file():
+            _fsync_file(p)
+            files[p.relative_to(folder).as_posix()] = {"bytes": p.stat().st_size, "sha256": sha256(p)}
+    manifest = {"manifest_version": MANIFEST_VERSION, "kind": kind, "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                "files": files, **(info or {})}
+    (folder / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    _fsync_file(folder / MANIFEST)
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _fsync_file(path: Path) -> None:
+    with open(path, "rb") as fh:
+        os.fsync(fh.fileno())
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+# ------------------------------------------------------------------------------- read
+def verify(path: str | os.PathLike, kind: str | None = None) -> dict:
+    """Check a folder against its manifest: every listed file present with its size and
+    checksum, and (when given) the job ``kind``. Returns the
+    manifest; raises :class:`ResultError` naming the folder or file otherwise."""
+    folder = Path(path)
+    if not folder.is_dir():
+        raise ResultError(f"{folder} does not exist" if not folder.exists() else f"{folder} is a file, not a results folder")
+    state = folder_state(folder)
+    if state == "empty":
+        raise ResultError(f"{folder} is empty: not a results folder")
+    if state == "unfinished":
+        raise ResultError(f"{folder} holds an unfinished run (a checkpoint, no results yet); continue it with "
+                          f"`socialjax train --resume {folder}`")
+    manifest_path = folder / MANIFEST
+    if not manifest_path.is_file():
+        raise ResultError(f"{folder} is not a results folder: it has no {MANIFEST} (not written by socialjax, "
+                          "or by a version before results had manifests)")
+    try:
+        manifest = json.loads(manifest_path.read_text())
+        files = manifest["files"]
+        if not isinstance(files, dict):
+            raise TypeError
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+        raise ResultError(f"{manifest_path} is damaged: not a socialjax manifest") from None
+    if kind is not None and manifest.get("kind") != kind:
+        raise ResultError(f"{folder} holds a {manifest.get('kind', 'unknown')} result, not a {kind} result")
+    for name, entry in files.items():
+        p = folder / name
+        if not p.is_file():
+            raise ResultError(f"{p} is missing: {folder} is incomplete")
+        size = p.stat().st_size
+        if size != entry.get("bytes"):
+            raise ResultError(f"{p} is damaged: {size} bytes, the manifest says {entry.get('bytes')} "
+                              "(truncated or replaced since it was written)")
+        if sha256(p) != entry.get("sha256"):
+            raise ResultError(f"{p} is damaged: its checksum does not match {MANIFEST} (changed since it was written)")
+    return manifest
