@@ -4,6 +4,7 @@
 
     df = to_frame("results/ipd-ppo")            # pandas: pip install "socialjax[tables]"
     write_csv("results/ipd-ppo", "ipd-ppo.csv")  # the same rows, csv module and numpy only
+    print(summary("results/ipd-ppo"))           # what `socialjax results DIR` prints
 
 Population runs (``socialjax train PRESET``, :func:`~socialjax.train.results.save_run`)
 give the columns ``grid_point``, one column per swept hyperparameter (named as it, its
@@ -69,6 +70,8 @@ def _read(path: str | os.PathLike) -> tuple[str, dict[str, Any], dict[str, np.nd
         raise FileNotFoundError(f"{path} is not a results folder: no such folder {what}")
     if not (path / METRICS_FILE).is_file():
         raise FileNotFoundError(f"{path} is not a results folder: no {METRICS_FILE} {what}")
+    if not zipfile.is_zipfile(path / METRICS_FILE):
+        raise ValueError(f"{path} is not a results folder: {METRICS_FILE} is not an .npz (zip) archive")
     try:
         with np.load(path / METRICS_FILE, allow_pickle=False) as data:
             arrays = {k: np.asarray(data[k]) for k in data.files}
@@ -87,6 +90,47 @@ def _read(path: str | os.PathLike) -> tuple[str, dict[str, Any], dict[str, np.nd
         raise ValueError(f"{path} is not a results folder: {CONFIG_FILE} has no config or {METRICS_FILE} "
                          "no seeds / reward_rate")
     return POPULATION, meta, arrays
+
+
+def summary(path: str | os.PathLike) -> str:
+    """The one-screen summary of a results folder: summary.txt of a population run
+    (rebuilt from metrics.npz and config.json when it is missing), or the per-generation
+    table of a donor-evolution run (:func:`~socialjax.train.cultural_evolution.format_summary`,
+    without the wall time, which the folder does not keep)."""
+    from socialjax.train import results
+
+    path = Path(path)
+    kind, meta, arrays = _read(path)
+    if kind == DONOR_EVOLUTION:
+        return _donor_summary(path, arrays)
+    if (path / results.SUMMARY_FILE).is_file():
+        return (path / results.SUMMARY_FILE).read_text().rstrip("\n")
+    from types import SimpleNamespace
+
+    metrics = {k: v for k, v in arrays.items() if k != "seeds" and not k.startswith("grid/")}
+    grid = {k[len("grid/"):]: v for k, v in arrays.items() if k.startswith("grid/")}
+    result = SimpleNamespace(config=results.config_from_dict(meta["config"]), metrics=metrics, grid=grid,
+                             env_name=meta.get("env"), seconds=float(meta.get("seconds", 0.0)),
+                             compile_seconds=float(meta.get("compile_seconds", 0.0)),
+                             per_device=meta.get("per_device"), chunk=meta.get("chunk"),
+                             nan_runs=list(meta.get("nan_runs", [])))
+    text = results.format_summary(result, env_name=meta.get("env"), env_options=meta.get("env_options"),
+                                  preset=meta.get("preset"))
+    return f"{text}\n(rebuilt from {path}/{{{results.METRICS_FILE}, {results.CONFIG_FILE}}}: no {results.SUMMARY_FILE})"
+
+
+def _donor_summary(path: Path, arrays) -> str:
+    from socialjax.train.cultural_evolution import format_summary
+
+    arrays = dict(arrays)
+    mults = arrays.pop("multipliers")
+    for name in ("mean_final_resources", "mean_fraction_given"):
+        if name not in arrays or arrays[name].ndim != 3 or arrays[name].shape[0] != len(mults):
+            raise ValueError(f"{path}: metrics.npz has no ({len(mults)}, seeds, generations) array {name!r}")
+    M, S, G = arrays["mean_final_resources"].shape
+    text = format_summary({"metrics": arrays, "multipliers": mults, "seconds": float("nan"), "out_dir": str(path)})
+    lines = [line for line in text.splitlines() if line and "including compilation" not in line]
+    return "\n".join([f"donor-evolution: {M} multiplier(s) x {S} seeds x {G} generations, from {path}", *lines])
 
 
 def _short(values: np.ndarray) -> np.ndarray:
