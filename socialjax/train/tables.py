@@ -61,7 +61,7 @@ NULLABLE = ("update", "member")  # integer columns that are empty for arrays wit
 def _read(path: str | os.PathLike) -> tuple[str, dict[str, Any], dict[str, np.ndarray]]:
     """``(kind, meta, arrays)`` of a results folder: ``kind`` is ``"population"`` (meta:
     config.json) or ``"donor-evolution"`` (meta: ``{}``); ``arrays``: every array of
-    metrics.npz."""
+    metrics.npz. The one place this module reads a folder."""
     from socialjax.train.results import CONFIG_FILE, METRICS_FILE
 
     path = Path(path)
