@@ -182,6 +182,18 @@ def build_parser() -> argparse.ArgumentParser:
                         help="environment option for sj.make, repeatable (e.g. --option num_agents=3)")
     render.set_defaults(subparser=render)  # errors print this command's usage
 
+    results_cmd = sub.add_parser(
+        "results", help="print the summary of a results folder, or write it as a long CSV table",
+        description="Print the summary of a folder written by `socialjax train` (a population run or "
+                    "donor-evolution), or with --csv write every saved value as one row of a CSV file: "
+                    "grid_point, the swept hyperparameters, seed, update, member, metric, value (donor-evolution: "
+                    "multiplier, seed, generation, metric, value). In Python: "
+                    "socialjax.train.results.to_frame(DIR) gives the same table as a pandas DataFrame.")
+    results_cmd.add_argument("dir", help="folder written by socialjax train (--out)")
+    results_cmd.add_argument("--csv", default=None, metavar="OUT", help="write the long-format table to the file OUT")
+    results_cmd.add_argument("--overwrite", action="store_true", help="with --csv: replace OUT if it exists")
+    results_cmd.set_defaults(subparser=results_cmd)
+
     # parsed by socialjax.bench itself (main() hands it the arguments); listed here for --help
     sub.add_parser("bench", help="env-steps/s of environments under random actions (socialjax bench --help)",
                    add_help=False)
@@ -211,6 +223,8 @@ def main(argv: list[str] | None = None) -> int:
         return _evaluate(args.subparser, args)
     if args.command == "render":
         return _render(args.subparser, args)
+    if args.command == "results":
+        return _results(args.subparser, args)
     parser.error(f"unknown command {args.command!r}")
     return 2
 
@@ -495,6 +509,38 @@ def _render_checkpoint(parser: argparse.ArgumentParser, args: argparse.Namespace
     print(f"wrote {out}: {t} frames ({args.steps} steps of {loaded.env_name}, trained population from "
           f"{loaded.path}, run ({g}, {s}), {'greedy' if args.greedy else 'sampled'} actions, seed {args.seed}), "
           f"{w * args.scale}x{h * args.scale} px, {args.fps:g} fps; return per seat: {returns}")
+    return 0
+
+
+# ---------------------------------------------------------------------------- results
+def _results(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """``socialjax results DIR [--csv OUT [--overwrite]]``: --csv is checked before the
+    folder is read."""
+    import os
+    from pathlib import Path
+
+    from socialjax.train import tables
+
+    if args.overwrite and args.csv is None:
+        parser.error("--overwrite applies to --csv OUT")
+    if args.csv is not None:
+        out = Path(args.csv)
+        if out.is_dir():
+            parser.error(f"--csv {args.csv!r} is a folder; give a file name")
+        if not out.parent.is_dir():
+            parser.error(f"--csv {args.csv!r}: the folder {str(out.parent)!r} does not exist")
+        if not os.access(out.parent, os.W_OK | os.X_OK):
+            parser.error(f"--csv {args.csv!r}: cannot write to the folder {str(out.parent)!r}")
+        if out.exists() and not args.overwrite:
+            parser.error(f"--csv {args.csv!r} exists; --overwrite replaces it")
+    try:
+        if args.csv is None:
+            print(tables.summary(args.dir))
+            return 0
+        rows = tables.write_csv(args.dir, out)
+    except (OSError, ValueError) as err:
+        parser.error(str(err))
+    print(f"wrote {out}: {rows:,} rows, one per value saved in {args.dir}")
     return 0
 
 

@@ -7,6 +7,8 @@
 - presets (:mod:`.presets`): named experiments for ``socialjax train``.
 - :func:`save_run` / :func:`load_run` (:mod:`.results`): metrics, config, checkpoint,
   curves and summary of a run on disk, and back.
+- :func:`~socialjax.train.results.to_frame` / :func:`~socialjax.train.results.write_csv`
+  (:mod:`.tables`): a results folder as one long table (pandas, or CSV).
 - :mod:`.cultural_evolution`: the donor game's cultural evolution (``donor-evolution``).
 """
 

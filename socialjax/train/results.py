@@ -582,3 +582,6 @@ def _forward_fill(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             if not np.isfinite(row[t]):
                 row[t] = row[t - 1]
     return out, ended & np.all(np.isfinite(out), axis=0)
+
+
+from socialjax.train.tables import to_frame, write_csv  # noqa: E402,F401
