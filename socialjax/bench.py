@@ -146,6 +146,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "envs without the option are skipped in rgb mode")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", default=None, metavar="PATH", help="write the raw results here")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
     return parser.parse_args(argv)
 
 
@@ -161,6 +162,13 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"--batch-sizes must be comma-separated integers, got {args.batch_sizes!r}") from None
     if args.repeats < 1 or any(b < 1 for b in batch_sizes) or (args.steps is not None and args.steps < 1):
         raise SystemExit("--repeats, --batch-sizes and --steps must be positive")
+    if args.json:
+        from socialjax.train import store
+
+        try:
+            store.check_out_file(args.json, overwrite=args.overwrite, suffixes=(".json",))
+        except store.OutputError as err:
+            raise SystemExit(f"--json: {err}") from None
 
     info = machine()
     print(f"machine: {info['cpu']} ({info['cpu_count']} CPUs), {info['platform']}")
@@ -198,7 +206,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nload average at end (1, 5, 15 min): {end_load}")
     if args.json:
         info["load_average_end"] = end_load
-        with open(args.json, "w") as f:
+        from socialjax.train import store
+
+        with store.replacing(args.json) as tmp, open(tmp, "w") as f:
             json.dump({"machine": info, "args": vars(args), "results": results, "skipped": skipped}, f, indent=2)
     return 0
 

@@ -84,7 +84,8 @@ RENDER_POLICIES = ("random", "noop")
 
 DONOR_DEFAULTS = dict(generations=10, multipliers=(1.5, 2.0, 3.0), schedule="released")
 DONOR_FLAGS = ("generations", "multipliers", "schedule", "punishment")
-POPULATION_FLAGS = (("overrides", "--set"), ("env_options", "--env-option"), ("updates", "--updates"))
+POPULATION_FLAGS = (("overrides", "--set"), ("env_options", "--env-option"), ("updates", "--updates"),
+                    ("checkpoint_every", "--checkpoint-every"), ("chunk", "--chunk"), ("memory", "--memory"))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -101,10 +102,11 @@ def build_parser() -> argparse.ArgumentParser:
         description="Train a preset: a population of learners in one compiled, vmapped call over seeds (and over "
                     "hyperparameters given as lists), or donor-evolution. Presets:\n" + "\n".join(
                         f"  {k:20s} {v.description}" for k, v in PRESETS.items()))
-    train.add_argument("preset", help="preset name (see above)")
+    train.add_argument("preset", nargs="?", default=None, help="preset name (see above); not with --resume")
     train.add_argument("--seeds", type=_positive_int, default=None,
                        help="number of seeds, run as seeds 0..N-1 (default: the preset's)")
-    train.add_argument("--seed", type=int, default=0, help="base random seed: run i uses fold_in(key(SEED), i)")
+    train.add_argument("--seed", type=int, default=None,
+                       help="base random seed: run i uses fold_in(key(SEED), i) (default 0)")
     train.add_argument("--set", dest="overrides", type=_option, action="append", default=[], metavar="KEY=VALUE",
                        help="override a TrainConfig field, repeatable (a Python literal: --set lr=1e-3; "
                             "a list sweeps: --set lr=[1e-3,3e-3])")
@@ -112,7 +114,16 @@ def build_parser() -> argparse.ArgumentParser:
                        metavar="KEY=VALUE",
                        help="environment option for sj.make, repeatable (--env-option num_agents=2)")
     train.add_argument("--updates", type=_positive_int, default=None, help="number of updates (= --set num_updates=N)")
-    train.add_argument("--out", default=None, help="output folder (default results/<preset>)")
+    train.add_argument("--out", default=None, help="output folder (default results/<preset>); written whole when the "
+                                                   "run ends, never over an earlier result without --overwrite")
+    train.add_argument("--overwrite", action="store_true", help="replace an earlier result (or unfinished run) in --out")
+    train.add_argument("--checkpoint-every", type=_positive_int, default=None, metavar="K",
+                       help="save the complete training state every K updates into OUT/resume/ (atomically), so that "
+                            "Ctrl-C or a crash loses at most K updates; continue with --resume OUT (same bits as an "
+                            "uninterrupted run)")
+    train.add_argument("--resume", default=None, metavar="DIR",
+                       help="continue the unfinished run saved in DIR (by --checkpoint-every); its preset, settings and "
+                            "seeds come from DIR")
     train.add_argument("--chunk", type=_positive_int, default=None, metavar="K",
                        help="compute the runs K at a time on each device, so that a run's bits do not depend on "
                             "how many runs share the batch (slower where a wide vmap pays, e.g. on a GPU); by "
@@ -172,6 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="with --checkpoint: the member in each seat (see socialjax evaluate --help)")
     render.add_argument("--steps", type=_positive_int, default=200, help="steps to roll out (default 200)")
     render.add_argument("--out", required=True, help="output file, .gif or .mp4")
+    render.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     render.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     render.add_argument("--fps", type=_positive_float, default=10.0, help="frames per second (default 10)")
     render.add_argument("--scale", type=_positive_int, default=2,
@@ -231,9 +243,15 @@ def main(argv: list[str] | None = None) -> int:
 
 # ------------------------------------------------------------------------------ train
 def _train(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    """``socialjax train PRESET``: every check runs before anything is compiled."""
+    """``socialjax train PRESET`` or ``--resume DIR``: every check runs before anything
+    is compiled."""
     from socialjax.train.presets import DONOR_EVOLUTION, get_preset
 
+    if args.resume is not None:
+        return _resume(parser, args)
+    if args.preset is None:
+        parser.error("give a preset (listed by socialjax train --help), or --resume DIR")
+    args.seed = 0 if args.seed is None else args.seed
     try:
         preset = get_preset(args.preset)
     except ValueError as err:
@@ -250,6 +268,15 @@ def _train(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     return 0
 
 
+def _out_dir(parser: argparse.ArgumentParser, path: str, overwrite: bool, resume: bool = False):
+    from socialjax.train import store
+
+    try:
+        return store.check_out_dir(path, overwrite=overwrite, resume=resume)
+    except store.OutputError as err:
+        parser.error(f"--out: {err}" if not resume else f"--resume: {err}")
+
+
 def _train_donor(parser, args, preset) -> int:
     from socialjax.train.cultural_evolution import run_experiment
 
@@ -263,16 +290,36 @@ def _train_donor(parser, args, preset) -> int:
         parser.error("--seeds must be at least 2 to report an interval across seeds")
     if not multipliers or any(g < 0 for g in multipliers):
         parser.error(f"--multipliers must be non-negative numbers, got {multipliers}")
-    run_experiment(
-        num_seeds=seeds,
-        num_generations=DONOR_DEFAULTS["generations"] if args.generations is None else args.generations,
-        multipliers=multipliers,
-        out_dir=args.out or f"results/{preset.name}",
-        seed=args.seed,
-        env_options={"schedule": args.schedule or DONOR_DEFAULTS["schedule"], "punishment": bool(args.punishment)},
-        verbose=not args.quiet,
-    )
+    out_dir = args.out or f"results/{preset.name}"
+    _out_dir(parser, out_dir, args.overwrite)
+    with _claimed(parser, out_dir):
+        run_experiment(
+            num_seeds=seeds,
+            num_generations=DONOR_DEFAULTS["generations"] if args.generations is None else args.generations,
+            multipliers=multipliers,
+            out_dir=out_dir,
+            seed=args.seed,
+            env_options={"schedule": args.schedule or DONOR_DEFAULTS["schedule"],
+                         "punishment": bool(args.punishment)},
+            verbose=not args.quiet,
+            overwrite=args.overwrite,
+        )
     return 0
+
+
+def _claimed(parser: argparse.ArgumentParser, out_dir):
+    """The output folder's lock (:func:`socialjax.train.store.claim`); a folder another
+    job holds is an error before anything is compiled."""
+    import contextlib
+
+    from socialjax.train import store
+
+    stack = contextlib.ExitStack()
+    try:
+        stack.enter_context(store.claim(out_dir))
+    except store.OutputError as err:
+        parser.error(f"--out: {err}")
+    return stack
 
 
 def join_processes(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
@@ -323,8 +370,6 @@ def config_overrides(pairs: list[tuple[str, object]]) -> dict[str, object]:
 
 def train_preset(parser: argparse.ArgumentParser, args: argparse.Namespace, preset):
     """Build, check, run and save a population preset; returns the ``RunResult``."""
-    import numpy as np
-
     overrides = dict(args.overrides)
     if args.updates is not None:
         if "num_updates" in overrides:
@@ -345,36 +390,109 @@ def train_preset(parser: argparse.ArgumentParser, args: argparse.Namespace, pres
         population.make_train(env, config)
     except (ValueError, TypeError) as err:
         parser.error(f"{preset.name}: {err}")
+    seeds = preset.seeds if args.seeds is None else args.seeds
+    job = dict(env=env, env_name=preset.env, env_options=env_options, config=config, preset=preset.name,
+               description=preset.description, seeds=list(range(seeds)), base_seed=args.seed)
+    return run_job(parser, args, job, args.out or f"results/{preset.name}", chunk=args.chunk, memory=args.memory)
 
+
+def _resume(parser: argparse.ArgumentParser, args: argparse.Namespace):
+    """``socialjax train --resume DIR``: the unfinished run saved in DIR, continued."""
+    fixed = [flag for flag, given in (("PRESET", args.preset), ("--seeds", args.seeds), ("--seed", args.seed),
+                                      ("--set", args.overrides), ("--env-option", args.env_options),
+                                      ("--updates", args.updates), ("--chunk", args.chunk), ("--out", args.out),
+                                      ("--overwrite", args.overwrite))
+             if given not in (None, False, [])]
+    fixed += [f"--{name}" for name in DONOR_FLAGS if getattr(args, name) is not None]
+    if fixed:
+        parser.error(f"--resume continues the saved run with its own settings: drop {', '.join(fixed)}")
+    join_processes(parser, args)
+    from socialjax.train import population, results, store
+
+    _out_dir(parser, args.resume, overwrite=False, resume=True)
+    try:
+        checkpoint = results.load_checkpoint(args.resume)
+        snapshot = results.restore_snapshot(checkpoint, population.make_train(checkpoint.env, checkpoint.config))
+    except store.ResultError as err:
+        parser.error(f"--resume: {err}")
+    meta = checkpoint.meta
+    if args.checkpoint_every is None:
+        args.checkpoint_every = int(meta["segment"])
+    memory = args.memory if args.memory is not None else (meta.get("memory") or 0) / 2**30 or None
+    job = dict(env=checkpoint.env, env_name=meta["env"], env_options=meta.get("env_options", {}),
+               config=checkpoint.config, preset=meta.get("preset"), description="resumed from " + args.resume,
+               seeds=meta["seeds"], base_seed=int(meta["base_seed"]))
+    return run_job(parser, args, job, args.resume, chunk=snapshot.chunk, memory=memory, resume=snapshot)
+
+
+def run_job(parser, args, job: dict, out_dir: str, *, chunk=None, memory=None, resume=None):
+    """Run a population job (fresh or resumed) and save it: the output folder checked
+    and locked first, checkpoints every ``--checkpoint-every`` updates, Ctrl-C handled.
+    Returns the ``RunResult``."""
     import jax
+    import numpy as np
 
     from socialjax.train import results
-    from socialjax.train.run import run
+    from socialjax.train.run import Interrupted, run
 
-    seeds = preset.seeds if args.seeds is None else args.seeds
-    out_dir = args.out or f"results/{preset.name}"
-    grid_size = len(next(iter(config.hparam_grid().values())))
     lead = jax.process_index() == 0  # under jax.distributed, process 0 alone prints and writes
-    if not args.quiet and lead:
-        devices = jax.devices()  # of every process
-        processes = f" in {jax.process_count()} processes" if jax.process_count() > 1 else ""
-        sweep = ", ".join(f"{k}=[{', '.join(f'{x:g}' for x in v)}]" for k, v in config.sweep_axes().items())
-        print(f"{preset.name}: {preset.description}\n"
-              f"{grid_size} grid point(s){f' ({sweep})' if sweep else ''} x {seeds} seed(s), "
-              f"{config.num_updates} updates of {config.num_envs} games x {config.rollout_len} steps, on "
-              f"{len(devices)} {devices[0].platform} device(s){processes}; compiling...", flush=True)
-    try:
-        result = run(env, config, seeds=np.arange(seeds), base_seed=args.seed, progress=not args.quiet,
-                     label=preset.name, chunk=args.chunk,
-                     memory=None if args.memory is None else int(args.memory * 2**30))
-    except MemoryError as err:  # raised after compiling, before anything ran
-        parser.exit(1, f"socialjax train {preset.name}: {err}\n")
-    if lead:
-        text = results.save_run(result, out_dir, env_name=preset.env, env_options=env_options, preset=preset.name,
-                                base_seed=args.seed)
-        if not args.quiet:
-            print(text, flush=True)
+    if lead and resume is None:
+        _out_dir(parser, out_dir, args.overwrite)
+    config, name = job["config"], job["preset"] or job["env_name"]
+    every = args.checkpoint_every
+    memory_bytes = None if memory is None else int(memory * 2**30)
+    meta = results.run_meta(config, job["env_name"], job["env_options"], job["preset"], job["seeds"], job["base_seed"])
+    saved = {"updates": resume.updates_done if resume is not None else 0}
+
+    def checkpoint(snapshot):  # every process takes the snapshot (a collective); process 0 writes it
+        if lead:
+            results.save_checkpoint(out_dir, snapshot, meta, segment=every, memory=memory_bytes)
+            saved["updates"] = snapshot.updates_done
+
+    with _claimed(parser, out_dir) if lead else _nothing():
+        if not args.quiet and lead:
+            devices = jax.devices()  # of every process
+            processes = f" in {jax.process_count()} processes" if jax.process_count() > 1 else ""
+            grid_size = len(next(iter(config.hparam_grid().values())))
+            sweep = ", ".join(f"{k}=[{', '.join(f'{x:g}' for x in v)}]" for k, v in config.sweep_axes().items())
+            start = f" from update {resume.updates_done}" if resume is not None else ""
+            print(f"{name}: {job['description']}\n"
+                  f"{grid_size} grid point(s){f' ({sweep})' if sweep else ''} x {len(job['seeds'])} seed(s), "
+                  f"{config.num_updates} updates of {config.num_envs} games x {config.rollout_len} steps{start}, on "
+                  f"{len(devices)} {devices[0].platform} device(s){processes}"
+                  f"{f'; a checkpoint every {every} updates in {out_dir}/resume' if every else ''}; compiling...",
+                  flush=True)
+        try:
+            result = run(job["env"], config, seeds=np.asarray(job["seeds"]), base_seed=job["base_seed"],
+                         progress=not args.quiet, label=name, chunk=chunk, memory=memory_bytes, segment=every,
+                         on_segment=checkpoint if every else None, resume=resume)
+        except MemoryError as err:  # raised after compiling, before anything ran
+            parser.exit(1, f"socialjax train {name}: {err}\n")
+        except Interrupted as stop:
+            parser.exit(130, f"\nstopped after update {stop.snapshot.updates_done} of {config.num_updates}: the "
+                             f"training state is saved in {out_dir}/resume; continue with: socialjax train --resume "
+                             f"{out_dir}\n")
+        except KeyboardInterrupt:
+            if saved["updates"]:
+                parser.exit(130, f"\nstopped at once: the last checkpoint (update {saved['updates']} of "
+                                 f"{config.num_updates}) is in {out_dir}/resume; continue with: socialjax train "
+                                 f"--resume {out_dir}\n")
+            parser.exit(130, "\nstopped at once; nothing was saved" + (
+                " (no checkpoint yet)" if every else
+                ": a run without --checkpoint-every is one compiled call and cannot be resumed") + "\n")
+        if lead:
+            text = results.save_run(result, out_dir, env_name=job["env_name"], env_options=job["env_options"],
+                                    preset=job["preset"], base_seed=job["base_seed"],
+                                    overwrite=args.overwrite or bool(every) or resume is not None)
+            if not args.quiet:
+                print(text, flush=True)
     return result
+
+
+def _nothing():
+    import contextlib
+
+    return contextlib.nullcontext()
 
 
 # --------------------------------------------------------------------------- evaluate
@@ -432,18 +550,18 @@ def _evaluate(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
 def _render(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     """``socialjax render``: every check runs before anything is compiled."""
-    from pathlib import Path
-
     import jax
     import jax.numpy as jnp
 
     from socialjax.core.registry import make
     from socialjax.viz import video
 
-    out = Path(args.out)
-    if out.suffix.lower() not in video.VIDEO_EXTENSIONS:
-        parser.error(f"--out {args.out!r}: unsupported extension {out.suffix or '(none)'!r}; "
-                     f"use one of {', '.join(video.VIDEO_EXTENSIONS)}")
+    from socialjax.train import store
+
+    try:
+        out = store.check_out_file(args.out, overwrite=args.overwrite, suffixes=video.VIDEO_EXTENSIONS)
+    except store.OutputError as err:
+        parser.error(f"--out: {err}")
     if out.suffix.lower() == ".mp4":
         import importlib.util
 
@@ -473,8 +591,8 @@ def _render(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         noop = jnp.full((env.num_agents,), env.noop_action, jnp.int32)
         policy = lambda key, obs: noop  # noqa: E731
     frames = video.rollout_frames(env, jax.random.key(args.seed), args.steps, policy=policy)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    video.save_video(frames, out, fps=args.fps, scale=args.scale)
+    with store.replacing(out) as tmp:
+        video.save_video(frames, tmp, fps=args.fps, scale=args.scale)
     t, h, w, _ = frames.shape
     print(f"wrote {out}: {t} frames ({args.steps} steps of {args.env}, {args.policy} policy, seed {args.seed}), "
           f"{w * args.scale}x{h * args.scale} px, {args.fps:g} fps")
@@ -502,8 +620,10 @@ def _render_checkpoint(parser: argparse.ArgumentParser, args: argparse.Namespace
     row = _row(parser, loaded.train, args.row)
     result = play(loaded.train, loaded.learners(g, s), jax.random.key(args.seed), args.steps, row=row, render=True,
                   greedy=args.greedy)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    video.save_video(result.frames, out, fps=args.fps, scale=args.scale)
+    from socialjax.train import store
+
+    with store.replacing(out) as tmp:
+        video.save_video(result.frames, tmp, fps=args.fps, scale=args.scale)
     t, h, w, _ = result.frames.shape
     returns = ", ".join(f"{r:g}" for r in result.rewards.sum(axis=0))
     print(f"wrote {out}: {t} frames ({args.steps} steps of {loaded.env_name}, trained population from "
@@ -516,23 +636,15 @@ def _render_checkpoint(parser: argparse.ArgumentParser, args: argparse.Namespace
 def _results(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     """``socialjax results DIR [--csv OUT [--overwrite]]``: --csv is checked before the
     folder is read."""
-    import os
-    from pathlib import Path
-
-    from socialjax.train import tables
+    from socialjax.train import store, tables
 
     if args.overwrite and args.csv is None:
         parser.error("--overwrite applies to --csv OUT")
     if args.csv is not None:
-        out = Path(args.csv)
-        if out.is_dir():
-            parser.error(f"--csv {args.csv!r} is a folder; give a file name")
-        if not out.parent.is_dir():
-            parser.error(f"--csv {args.csv!r}: the folder {str(out.parent)!r} does not exist")
-        if not os.access(out.parent, os.W_OK | os.X_OK):
-            parser.error(f"--csv {args.csv!r}: cannot write to the folder {str(out.parent)!r}")
-        if out.exists() and not args.overwrite:
-            parser.error(f"--csv {args.csv!r} exists; --overwrite replaces it")
+        try:
+            out = store.check_out_file(args.csv, overwrite=args.overwrite)
+        except store.OutputError as err:
+            parser.error(f"--csv: {err}")
     try:
         if args.csv is None:
             print(tables.summary(args.dir))

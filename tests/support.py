@@ -65,3 +65,19 @@ def assert_tree_same(actual, desired, err_msg: str = "") -> None:
         a, d = np.asarray(a), np.asarray(d)
         assert a.shape == d.shape and a.dtype == d.dtype, (err_msg, i, a.shape, a.dtype, d.shape, d.dtype)
         assert_same(a, d, err_msg=f"{err_msg} leaf {i}".strip())
+
+
+def reseal(folder, kind: str | None = None) -> None:
+    """Rewrite a results folder's manifest after a test edited its files by hand (as if
+    a writer had produced them so), keeping its kind unless ``kind`` is given."""
+    import json
+    from pathlib import Path
+
+    from socialjax.train import store
+
+    folder = Path(folder)
+    manifest = folder / store.MANIFEST
+    if kind is None:
+        kind = json.loads(manifest.read_text())["kind"]
+    manifest.unlink(missing_ok=True)
+    store.seal(folder, kind)

@@ -133,25 +133,33 @@ def run_experiment(
     seed: int = 0,
     env_options: dict | None = None,
     verbose: bool = True,
+    overwrite: bool = False,
 ) -> dict:
     """The README's main job: cultural evolution of parametric donor strategies for
     ``num_seeds`` seeds and each multiplier ``g`` (the paper's ablation), all in one
     compiled call (``vmap`` over multipliers of ``vmap`` over seeds).
 
     Prints progress and a per-generation summary (mean and 95% CI across seeds), and
-    writes ``metrics.npz``, ``summary.csv`` and ``donor_evolution.png`` to ``out_dir``.
+    writes ``metrics.npz``, ``summary.csv``, ``config.json`` and ``donor_evolution.png``
+    to ``out_dir``, whole or not at all (:mod:`socialjax.train.store`; an earlier result
+    there is replaced only with ``overwrite=True``, and the folder is checked before
+    anything is compiled).
     Returns ``{"metrics": {name: (M, S, G) array}, "multipliers": ..., "seconds": ...}``.
     """
+    import json
     import os
     import time
 
     import numpy as np
+
+    from socialjax.train import store
 
     from socialjax.core.registry import make
     from socialjax.viz.plots import mean_ci95
 
     if num_seeds < 2:
         raise ValueError(f"num_seeds must be >= 2 to report an interval, got {num_seeds}")
+    store.check_out_dir(out_dir, overwrite=overwrite)
     env = make("donor_game", **(env_options or {}))
     config = DonorEvolutionConfig(num_generations=num_generations)
     mults = np.asarray(multipliers, np.float32)
@@ -177,20 +185,27 @@ def run_experiment(
     metrics = {k: np.asarray(v) for k, v in jax.block_until_ready(metrics).items()}
     seconds = time.perf_counter() - start
 
-    os.makedirs(out_dir, exist_ok=True)
-    np.savez(os.path.join(out_dir, "metrics.npz"), multipliers=mults, **metrics)
     rows = []
     for mi, g in enumerate(mults):
         for name in ("mean_final_resources", "mean_fraction_given"):
             mean, low, high = mean_ci95(metrics[name][mi])
             for gen in range(num_generations):
                 rows.append((float(g), name, gen + 1, mean[gen], low[gen], high[gen]))
-    with open(os.path.join(out_dir, "summary.csv"), "w") as fh:
-        fh.write("multiplier,metric,generation,mean,ci95_low,ci95_high\n")
-        for r in rows:
-            fh.write(f"{r[0]},{r[1]},{r[2]},{r[3]:.6g},{r[4]:.6g},{r[5]:.6g}\n")
+    meta = {"num_seeds": num_seeds, "num_generations": num_generations, "multipliers": [float(g) for g in multipliers],
+            "seed": seed, "env_options": dict(env_options or {}), "seconds": seconds}
+
+    def write(folder):
+        np.savez(os.path.join(folder, "metrics.npz"), multipliers=mults, **metrics)
+        with open(os.path.join(folder, "summary.csv"), "w") as fh:
+            fh.write("multiplier,metric,generation,mean,ci95_low,ci95_high\n")
+            for r in rows:
+                fh.write(f"{r[0]},{r[1]},{r[2]},{r[3]:.6g},{r[4]:.6g},{r[5]:.6g}\n")
+        with open(os.path.join(folder, "config.json"), "w") as fh:
+            json.dump(meta, fh, indent=2)
+        _plot(metrics, mults, os.path.join(folder, "donor_evolution.png"), num_seeds)
+
+    store.write_folder(out_dir, write, kind="donor-evolution", overwrite=overwrite)
     plot_path = os.path.join(out_dir, "donor_evolution.png")
-    _plot(metrics, mults, plot_path, num_seeds)
     result = {"metrics": metrics, "multipliers": mults, "seconds": seconds, "plot": plot_path, "out_dir": out_dir}
     if verbose:
         print(format_summary(result))
@@ -230,7 +245,7 @@ def format_summary(result: dict) -> str:
     lines.append("reference: a population that never gives ends every game with its initial 10.")
     runs = len(mults) * num_seeds
     lines.append(f"{runs} runs in {result['seconds']:.1f} s including compilation; wrote {result['out_dir']}/"
-                 "{metrics.npz, summary.csv, donor_evolution.png}")
+                 "{metrics.npz, summary.csv, config.json, donor_evolution.png, manifest.json}")
     return "\n".join(lines)
 
 

@@ -201,7 +201,7 @@ def write_folder(path: str | os.PathLike, write: Callable[[Path], None], *, kind
     try:
         write(tmp)
         if kind is not None:
-            _write_manifest(tmp, kind, info)
+            seal(tmp, kind, info)
         _fsync_dir(tmp)
         _swap_in(tmp, out, overwrite)
     except BaseException:
@@ -236,7 +236,9 @@ def _swap_in(tmp: Path, out: Path, overwrite: bool) -> None:
     shutil.rmtree(old, ignore_errors=True)
 
 
-def _write_manifest(folder: Path, kind: str, info: dict | None) -> None:
+def seal(folder: Path, kind: str, info: dict | None = None) -> None:
+    """Write ``folder``'s manifest: every file in it (subfolders included) with its size
+    and SHA-256, the job ``kind`` and ``info``."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
     files = {}
@@ -274,6 +276,21 @@ def _fsync_dir(path: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+@contextlib.contextmanager
+def replacing(path: str | os.PathLike):
+    """Write a single file atomically: yields a temporary path beside ``path`` (same
+    extension, so writers that choose a format by it still work), which replaces
+    ``path`` only when the block completes."""
+    out = Path(path)
+    tmp = out.parent / f".{out.stem}.tmp-{uuid.uuid4().hex[:8]}{out.suffix}"
+    try:
+        yield tmp
+        _fsync_file(tmp)
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 # ------------------------------------------------------------------------------- read

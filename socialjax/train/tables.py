@@ -44,9 +44,7 @@ rather than ``0.003000000026077032``), which is also their value in :func:`to_fr
 from __future__ import annotations
 
 import csv
-import json
 import os
-import zipfile
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -62,33 +60,22 @@ def _read(path: str | os.PathLike) -> tuple[str, dict[str, Any], dict[str, np.nd
     """``(kind, meta, arrays)`` of a results folder: ``kind`` is ``"population"`` (meta:
     config.json) or ``"donor-evolution"`` (meta: ``{}``); ``arrays``: every array of
     metrics.npz. The one place this module reads a folder."""
-    from socialjax.train.results import CONFIG_FILE, METRICS_FILE
+    from socialjax.train import store
+    from socialjax.train.results import CONFIG_FILE, METRICS_FILE, _read_json, _read_npz
 
     path = Path(path)
-    what = "(written by `socialjax train PRESET --out DIR`)"
-    if not path.is_dir():
-        raise FileNotFoundError(f"{path} is not a results folder: no such folder {what}")
-    if not (path / METRICS_FILE).is_file():
-        raise FileNotFoundError(f"{path} is not a results folder: no {METRICS_FILE} {what}")
-    if not zipfile.is_zipfile(path / METRICS_FILE):
-        raise ValueError(f"{path} is not a results folder: {METRICS_FILE} is not an .npz (zip) archive")
-    try:
-        with np.load(path / METRICS_FILE, allow_pickle=False) as data:
-            arrays = {k: np.asarray(data[k]) for k in data.files}
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
-        raise ValueError(f"{path} is not a results folder: cannot read {METRICS_FILE} ({err})") from None
-    if "multipliers" in arrays:
+    kind = store.verify(path).get("kind")
+    if kind not in (POPULATION, DONOR_EVOLUTION):
+        raise store.ResultError(f"{path} holds a {kind} folder, not the results of a run")
+    arrays = _read_npz(path / METRICS_FILE)
+    if kind == DONOR_EVOLUTION:
+        if "multipliers" not in arrays:
+            raise store.ResultError(f"{path / METRICS_FILE} has no multipliers: not a donor-evolution result")
         return DONOR_EVOLUTION, {}, arrays
-    if not (path / CONFIG_FILE).is_file():
-        raise FileNotFoundError(f"{path} is not a results folder: {METRICS_FILE} but no {CONFIG_FILE} {what}")
-    try:
-        meta = json.loads((path / CONFIG_FILE).read_text())
-    except (OSError, ValueError) as err:
-        raise ValueError(f"{path} is not a results folder: cannot read {CONFIG_FILE} ({err})") from None
-    if not isinstance(meta, dict) or not isinstance(meta.get("config"), dict) or "seeds" not in arrays \
-            or "reward_rate" not in arrays:
-        raise ValueError(f"{path} is not a results folder: {CONFIG_FILE} has no config or {METRICS_FILE} "
-                         "no seeds / reward_rate")
+    meta = _read_json(path / CONFIG_FILE)
+    if not isinstance(meta.get("config"), dict) or "seeds" not in arrays or "reward_rate" not in arrays:
+        raise store.ResultError(f"{path} is not a population result: {CONFIG_FILE} has no config or "
+                                f"{METRICS_FILE} no seeds / reward_rate")
     return POPULATION, meta, arrays
 
 

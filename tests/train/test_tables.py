@@ -22,6 +22,8 @@ from socialjax import cli
 from socialjax.train import TrainConfig, results, tables
 from socialjax.train.cultural_evolution import run_experiment
 
+from support import reseal
+
 CONFIG = TrainConfig(seating="random", num_learners=2, scripted=("tft",), learner_fraction=0.5, num_envs=4,
                      rollout_len=8, num_updates=2, hidden=8, update_epochs=1, num_minibatches=1, lr=[1e-3, 3e-3],
                      background=("alld",))
@@ -122,6 +124,7 @@ def test_no_sweep_no_hyperparameter_column(pop, tmp_path):
     meta = json.loads((folder / "config.json").read_text())
     meta["sweep"] = []
     (folder / "config.json").write_text(json.dumps(meta))
+    reseal(folder)
     columns, _ = tables.blocks(folder)
     assert columns == ["grid_point", "seed", "update", "member", "metric", "value"]
 
@@ -167,6 +170,7 @@ def test_arrays_that_do_not_fit_the_config_are_refused(pop, tmp_path):
     arrays = dict(np.load(folder / "metrics.npz"))
     arrays["loss"] = arrays["loss"][:, :, :1]  # 1 update, config.json says 2
     np.savez(folder / "metrics.npz", **arrays)
+    reseal(folder)  # as if written so: the manifest holds, the arrays do not fit
     with pytest.raises(ValueError, match=r"'loss' has shape \(2, 2, 1, 2\); expected \(2, 2, 2, 3 or 2"):
         tables.write_csv(folder, tmp_path / "odd.csv")
     assert not (tmp_path / "odd.csv").exists()
@@ -213,6 +217,7 @@ def test_cli_rebuilds_a_missing_summary(pop, tmp_path, capsys):
     folder = tmp_path / "nosummary"
     shutil.copytree(pop, folder)
     (folder / "summary.txt").unlink()
+    reseal(folder)
     assert cli.main(["results", str(folder)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[-1] == f"(rebuilt from {folder}/{{metrics.npz, config.json}}: no summary.txt)"
@@ -228,16 +233,29 @@ def test_cli_writes_the_csv(pop, pop_csv, tmp_path, capsys):
     assert read_csv(path) == pop_csv
     with pytest.raises(SystemExit) as exc:
         cli.main(["results", str(pop), "--csv", str(path)])
-    assert exc.value.code == 2 and "exists; --overwrite replaces it" in capsys.readouterr().err
+    assert exc.value.code == 2 and "exists; pass --overwrite to replace it" in capsys.readouterr().err
     path.write_text("old\n")
     assert cli.main(["results", str(pop), "--csv", str(path), "--overwrite"]) == 0
     assert read_csv(path) == pop_csv
 
 
+def _not_a_zip(folder, seal=False):
+    (folder / "metrics.npz").write_text("not a zip")
+    if seal:
+        reseal(folder, "population")
+
+
+def _no_config(folder):
+    np.savez(folder / "metrics.npz", reward_rate=np.zeros((1, 1, 1, 1)))
+    reseal(folder, "population")
+
+
 @pytest.mark.parametrize("make, message", [
-    (lambda d: None, "is not a results folder: no metrics.npz"),
-    (lambda d: (d / "metrics.npz").write_text("not a zip"), "is not a results folder: metrics.npz is not an .npz"),
-    (lambda d: np.savez(d / "metrics.npz", reward_rate=np.zeros((1, 1, 1, 1))), "is not a results folder: metrics.npz but no config.json"),
+    (lambda d: None, " is empty: not a results folder"),
+    (_not_a_zip, " is not a results folder: it has no manifest.json"),
+    (lambda d: _not_a_zip(d, seal=True), "/metrics.npz is not a readable .npz file"),
+    (_no_config, "/config.json is not readable JSON"),
+    (lambda d: reseal(d, "checkpoint"), " holds a checkpoint folder, not the results of a run"),
 ])
 def test_cli_refuses_what_is_not_a_results_folder(make, message, tmp_path, capsys):
     folder = tmp_path / "folder"
@@ -247,17 +265,18 @@ def test_cli_refuses_what_is_not_a_results_folder(make, message, tmp_path, capsy
         with pytest.raises(SystemExit) as exc:
             cli.main(["results", str(folder), *extra])
         err = capsys.readouterr().err.strip().splitlines()
-        assert exc.value.code == 2 and err[-1].startswith(f"socialjax results: error: {folder} {message}")
+        assert exc.value.code == 2 and err[-1].startswith(f"socialjax results: error: {folder}{message}")
     assert not (tmp_path / "x.csv").exists()
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--csv", "{tmp}/missing/x.csv"], "the folder '{tmp}/missing' does not exist"),
-    (["--csv", "{tmp}"], "is a folder; give a file name"),
+    (["--csv", "{tmp}/file/x.csv"], "{tmp}/file is a file, not a folder"),
+    (["--csv", "{tmp}"], "is a folder; give a file path"),
     (["--overwrite"], "--overwrite applies to --csv OUT"),
 ])
 def test_cli_checks_csv_before_reading(argv, message, tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(tables, "_read", lambda *a: pytest.fail("read the folder before checking --csv"))
+    (tmp_path / "file").write_text("")
     argv = [a.format(tmp=tmp_path) for a in argv]
     with pytest.raises(SystemExit) as exc:
         cli.main(["results", str(tmp_path), *argv])
