@@ -248,7 +248,8 @@ def _train(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     from socialjax.train.presets import DONOR_EVOLUTION, get_preset
 
     if args.resume is not None:
-        return _resume(parser, args)
+        _resume(parser, args)
+        return 0
     if args.preset is None:
         parser.error("give a preset (listed by socialjax train --help), or --resume DIR")
     args.seed = 0 if args.seed is None else args.seed
@@ -407,13 +408,15 @@ def _resume(parser: argparse.ArgumentParser, args: argparse.Namespace):
     if fixed:
         parser.error(f"--resume continues the saved run with its own settings: drop {', '.join(fixed)}")
     join_processes(parser, args)
+    from pathlib import Path
+
     from socialjax.train import population, results, store
 
-    _out_dir(parser, args.resume, overwrite=False, resume=True)
     try:
         checkpoint = results.load_checkpoint(args.resume)
+        store.check_writable(Path(args.resume))
         snapshot = results.restore_snapshot(checkpoint, population.make_train(checkpoint.env, checkpoint.config))
-    except store.ResultError as err:
+    except (store.ResultError, store.OutputError) as err:
         parser.error(f"--resume: {err}")
     meta = checkpoint.meta
     if args.checkpoint_every is None:

@@ -1,0 +1,316 @@
+"""Experiments that survive: result folders are transactions (a failed or killed save
+leaves the old result whole, a damaged file is named), output paths are checked before
+anything compiles, two jobs cannot share a folder, and a run stopped by Ctrl-C or
+killed resumes from its last checkpoint with the same bits as a run never stopped.
+
+Compilation dominates: the in-process runs share one tiny IPD config (PPO vs TFT, 2
+learning rates x 2 seeds, 6 updates), and the command-line runs are one uninterrupted
+run, one interrupted by SIGINT and one killed with SIGKILL, then resumed."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+import socialjax as sj
+from socialjax import cli
+from socialjax.train import TrainConfig, results, store
+from socialjax.train.run import Interrupted
+
+from support import assert_same, cpu_only, reseal
+
+CONFIG = TrainConfig(num_envs=4, rollout_len=10, num_updates=6, hidden=8, update_epochs=1, num_minibatches=1,
+                     lr=[1e-3, 3e-3], seating="fixed", seats=(0, 1), scripted=("tft",), evaluate=False)
+SEEDS = 2
+SEGMENT = 4  # 6 updates: segments of 4 and 2
+CLI_ARGS = ["train", "ipd-ppo", "--seeds", "2", "--set", "num_envs=4", "--set", "rollout_len=10", "--set",
+            "hidden=8", "--set", "update_epochs=1", "--set", "num_minibatches=1", "--set", "evaluate=False", "--quiet"]
+CLI_UPDATES = 100
+
+
+def ipd():
+    return sj.make("ipd", num_rounds=10)
+
+
+def leaves(tree) -> list[np.ndarray]:
+    return [np.asarray(x) for x in jax.tree_util.tree_leaves(tree)]
+
+
+def assert_same_result(a, b):
+    assert sorted(a.metrics) == sorted(b.metrics)
+    for k in a.metrics:
+        assert_same(a.metrics[k], b.metrics[k], err_msg=k)
+    for x, y in zip(leaves(a.states), leaves(b.states), strict=True):
+        assert_same(x, y)
+
+
+def run_cli(argv):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = cli.main(argv)
+        except SystemExit as exc:
+            code = exc.code
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def whole():
+    """The runs in one call, never cut."""
+    return sj.train.run(ipd(), CONFIG, seeds=SEEDS, progress=False)
+
+
+@pytest.fixture(scope="module")
+def saved(whole, tmp_path_factory):
+    out = tmp_path_factory.mktemp("survive") / "result"
+    results.save_run(whole, out, env_name="ipd", env_options={"num_rounds": 10}, plot=False)
+    return out
+
+
+# ------------------------------------------------------------------------ segments and resume
+def test_segments_and_a_resumed_run_give_the_bits_of_an_uncut_run(whole, tmp_path):
+    """Cut into segments of 4 and 2 updates, checkpointed to disk after the first and
+    "killed" there (update 4 of 6), then resumed from the files: the metrics and
+    trained learners equal the uncut run's, bit for bit on CPU."""
+    env = ipd()
+    meta = results.run_meta(CONFIG, "ipd", {"num_rounds": 10}, None, range(SEEDS), 0)
+
+    def save_then_die(snapshot):
+        results.save_checkpoint(tmp_path / "run", snapshot, meta, segment=SEGMENT)
+        raise RuntimeError(f"killed after update {snapshot.updates_done}")
+
+    with pytest.raises(RuntimeError, match="killed after update 4"):
+        sj.train.run(env, CONFIG, seeds=SEEDS, progress=False, segment=SEGMENT, on_segment=save_then_die)
+    assert store.folder_state(tmp_path / "run") == "unfinished"
+    checkpoint = results.load_checkpoint(tmp_path / "run")
+    snapshot = results.restore_snapshot(checkpoint, sj.train.make_train(checkpoint.env, checkpoint.config))
+    assert snapshot.updates_done == 4 and snapshot.metrics["reward_rate"].shape[:2] == (2 * SEEDS, 4)
+    resumed = sj.train.run(checkpoint.env, checkpoint.config, seeds=SEEDS, progress=False, segment=SEGMENT,
+                           resume=snapshot)
+    assert_same_result(resumed, whole)
+
+
+def test_a_finished_or_foreign_folder_is_not_resumed(saved, tmp_path):
+    with pytest.raises(store.ResultError, match="holds a finished result: there is no unfinished run"):
+        results.load_checkpoint(saved)
+    with pytest.raises(store.ResultError, match="does not exist"):
+        results.load_checkpoint(tmp_path / "nothing")
+
+
+def test_bad_segment_and_resume_arguments_are_refused(whole):
+    with pytest.raises(ValueError, match="segment must be a positive int"):
+        sj.train.run(ipd(), CONFIG, seeds=SEEDS, progress=False, segment=0)
+    from socialjax.train.run import Snapshot
+
+    done = Snapshot(CONFIG.num_updates, None, {}, 4, None)
+    with pytest.raises(ValueError, match="nothing to resume"):
+        sj.train.run(ipd(), CONFIG, seeds=SEEDS, progress=False, resume=done)
+
+
+# ------------------------------------------------------------------------------- transactions
+def test_a_result_folder_is_written_whole_with_a_manifest(saved):
+    manifest = store.verify(saved, kind="population")
+    assert set(manifest["files"]) == {"metrics.npz", "config.json", "checkpoint.msgpack", "summary.txt"}
+    assert manifest["kind"] == "population" and manifest["env"] == "ipd"
+    assert not [p for p in saved.parent.iterdir() if p.name.startswith(".")]  # no temporary or lock left
+
+
+def test_a_save_that_fails_midway_leaves_the_old_result_whole(whole, saved, tmp_path, monkeypatch):
+    """The new result fails while its plot is drawn (as a full disk or a kill would stop
+    it): the earlier result is untouched and still loads, and nothing else is left."""
+    before = {p.name: p.read_bytes() for p in saved.iterdir()}
+
+    def broken(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(results, "plot_curves", broken)
+    with pytest.raises(OSError, match="No space left"):
+        results.save_run(whole, saved, env_name="ipd", env_options={"num_rounds": 10}, overwrite=True)
+    assert {p.name: p.read_bytes() for p in saved.iterdir()} == before
+    assert not [p for p in saved.parent.iterdir() if p.name.startswith(".")]
+    results.load_run(saved)
+
+
+def test_a_killed_save_leaves_only_a_hidden_temporary_beside_the_old_result(saved, tmp_path):
+    """A save killed before its rename leaves ``.NAME.tmp-*`` beside the folder: the old
+    result still loads, and the partial one is never read."""
+    folder = tmp_path / "r"
+    import shutil
+
+    shutil.copytree(saved, folder)
+    partial = tmp_path / ".r.tmp-deadbeef"
+    partial.mkdir()
+    (partial / "metrics.npz").write_bytes(b"half")
+    assert results.load_run(folder).seeds.tolist() == [0, 1]
+
+
+def test_results_are_not_overwritten_without_asking(whole, saved):
+    with pytest.raises(store.OutputError, match="already holds a population result; pass --overwrite"):
+        store.check_out_dir(saved)
+    with pytest.raises(store.OutputError, match="was written by another job while this one ran"):
+        results.save_run(whole, saved, env_name="ipd", env_options={"num_rounds": 10}, plot=False)
+    results.load_run(saved)
+
+
+def _sealed_noise(path: Path) -> None:
+    """Random bytes in ``path``, the manifest rewritten to match (a foreign file)."""
+    path.write_bytes(os.urandom(300))
+    reseal(path.parent)
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda d: (d / "checkpoint.msgpack").write_bytes((d / "checkpoint.msgpack").read_bytes()[:100]),
+     r"checkpoint.msgpack is damaged: 100 bytes, the manifest says \d+"),
+    (lambda d: (d / "metrics.npz").write_bytes(os.urandom((d / "metrics.npz").stat().st_size)),
+     "metrics.npz is damaged: its checksum does not match"),
+    (lambda d: (d / "config.json").unlink(), "config.json is missing"),
+    (lambda d: (d / "manifest.json").write_text("{"), "manifest.json is damaged"),
+    (lambda d: _sealed_noise(d / "metrics.npz"), "metrics.npz is not a readable .npz"),
+    (lambda d: _sealed_noise(d / "checkpoint.msgpack"), "checkpoint.msgpack does not hold the learners of its config.json"),
+    (lambda d: reseal(d, "donor-evolution"), "holds a donor-evolution result, not a population result"),
+])
+def test_damaged_or_foreign_files_are_named(saved, tmp_path, damage, message):
+    import shutil
+
+    folder = tmp_path / "copy"
+    shutil.copytree(saved, folder)
+    damage(folder)
+    with pytest.raises(store.ResultError, match=message) as err:
+        results.load_run(folder)
+    assert "\n" not in str(err.value)
+
+
+# ------------------------------------------------------------------------------ output paths
+def test_output_checks(tmp_path, saved):
+    (tmp_path / "file").write_text("")
+    with pytest.raises(store.OutputError, match="is a file; the output must be a folder"):
+        store.check_out_dir(tmp_path / "file")
+    with pytest.raises(store.OutputError, match="cannot create"):
+        store.check_out_dir(tmp_path / "file" / "sub" / "out")
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep me")
+    for overwrite in (False, True):
+        with pytest.raises(store.OutputError, match="is not empty and is not a socialjax result folder"):
+            store.check_out_dir(tmp_path / "mine", overwrite=overwrite)
+    assert store.check_out_dir(tmp_path / "new" / "deeper") == tmp_path / "new" / "deeper"
+    assert store.check_out_dir(saved, overwrite=True) == saved
+    with pytest.raises(store.OutputError, match="is a folder; give a file path"):
+        store.check_out_file(tmp_path)
+    with pytest.raises(store.OutputError, match="exists; pass --overwrite"):
+        store.check_out_file(tmp_path / "file")
+    with pytest.raises(store.OutputError, match="unsupported extension '.png'"):
+        store.check_out_file(tmp_path / "x.png", suffixes=(".gif", ".mp4"))
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["train", "ipd-ppo", "--out", "{tmp}/file"], "--out: {tmp}/file is a file"),
+    (["train", "ipd-ppo", "--out", "{tmp}/file/x"], "--out: cannot create {tmp}/file"),
+    (["train", "ipd-ppo", "--out", "{tmp}/mine"], "is not empty and is not a socialjax result folder"),
+    (["train", "donor-evolution", "--out", "{tmp}/mine"], "is not empty and is not a socialjax result folder"),
+    (["render", "--env", "cleanup", "--out", "{tmp}"], "--out: {tmp} is a folder"),
+    (["render", "--env", "cleanup", "--out", "{tmp}/file.gif"], "file.gif exists; pass --overwrite"),
+    (["bench", "--envs", "ipd", "--json", "{tmp}"], "--json: {tmp} is a folder"),
+    (["bench", "--envs", "ipd", "--json", "{tmp}/file/x.json"], "--json: {tmp}/file is a file, not a folder"),
+    (["train", "--resume", "{tmp}/mine"], "--resume: {tmp}/mine is not a socialjax output folder"),
+    (["train", "ipd-ppo", "--resume", "{tmp}/mine"], "drop PRESET"),
+    (["train"], "give a preset"),
+])
+def test_bad_output_paths_are_refused_before_any_work(argv, message, tmp_path, monkeypatch):
+    import importlib
+
+    import socialjax.bench as bench
+
+    run_mod = importlib.import_module("socialjax.train.run")
+
+    monkeypatch.setattr(run_mod, "run", lambda *a, **k: pytest.fail("ran before checking the output"))
+    monkeypatch.setattr(bench, "bench", lambda *a, **k: pytest.fail("ran before checking the output"))
+    (tmp_path / "file").write_text("")
+    (tmp_path / "file.gif").write_text("")
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("")
+    code, out, err = run_cli([a.format(tmp=tmp_path) for a in argv])
+    text = str(code) + err
+    assert code not in (0, None), out
+    assert message.format(tmp=tmp_path) in text
+
+
+def test_a_second_job_on_the_same_folder_stops_at_once(tmp_path):
+    target = tmp_path / "shared"
+    with store.claim(target):
+        with pytest.raises(store.OutputError, match="is being written by .* lock"):
+            with store.claim(target):
+                pass
+        code, out, err = run_cli(CLI_ARGS + ["--out", str(target)])
+        assert code == 2 and "is being written by" in err
+    with store.claim(target):  # released: free again
+        pass
+
+
+def test_a_lock_left_by_a_dead_process_is_taken_over(tmp_path):
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    import socket
+
+    (tmp_path / ".shared.lock").write_text(f"{socket.gethostname()} {dead.stdout.strip()}")
+    with store.claim(tmp_path / "shared"):
+        assert (tmp_path / ".shared.lock").read_text().endswith(str(os.getpid()))
+    assert not (tmp_path / ".shared.lock").exists()
+
+
+# ------------------------------------------------------------------- command line: stop, resume
+def _start(argv, cwd):
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    return subprocess.Popen([sys.executable, "-m", "socialjax.cli", *argv], cwd=cwd, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for_checkpoint(folder: Path, proc, timeout=300.0):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if (folder / "resume" / "manifest.json").is_file():
+            return
+        if proc.poll() is not None:
+            raise AssertionError(f"finished before a checkpoint: {proc.communicate()}")
+        time.sleep(0.05)
+    raise AssertionError("no checkpoint")
+
+
+@cpu_only("compares bits of separate processes with this one's CPU results")
+@pytest.mark.parametrize("how", ["sigint", "sigkill"])
+def test_a_stopped_command_line_run_resumes_with_the_same_bits(how, tmp_path):
+    """``socialjax train ... --checkpoint-every 1``, stopped after its first checkpoint
+    (Ctrl-C: it finishes the segment under way, saves and says how to resume; SIGKILL:
+    it dies), then ``--resume``: the result equals an uninterrupted run's, bit for bit."""
+    out = tmp_path / "run"
+    argv = CLI_ARGS + ["--updates", str(CLI_UPDATES)]
+    proc = _start(argv + ["--checkpoint-every", "1", "--out", str(out)], tmp_path)
+    _wait_for_checkpoint(out, proc)
+    proc.send_signal(signal.SIGINT if how == "sigint" else signal.SIGKILL)
+    stdout, stderr = proc.communicate(timeout=300)
+    if how == "sigint":
+        assert proc.returncode == 130, stderr
+        assert f"the training state is saved in {out}/resume; continue with: socialjax train --resume {out}" in stderr
+    else:
+        assert proc.returncode == -signal.SIGKILL
+    done = json.loads((out / "resume" / "run.json").read_text())["updates_done"]
+    assert 1 <= done < CLI_UPDATES
+    code, _, err = run_cli(["train", "--resume", str(out), "--quiet"])
+    assert code == 0, err
+    resumed = results.load_run(out)
+    code, _, err = run_cli(argv + ["--out", str(tmp_path / "whole")])  # one call, no segments
+    assert code == 0, err
+    whole = results.load_run(tmp_path / "whole")
+    for k in whole.metrics:
+        assert_same(resumed.metrics[k], whole.metrics[k], err_msg=k)
+    for x, y in zip(leaves(resumed.states), leaves(whole.states), strict=True):
+        assert_same(x, y)
