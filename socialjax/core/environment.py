@@ -179,7 +179,7 @@ class Environment(Generic[TState, TParams]):
                 f"got {type(params).__name__}"
             )
         if is_concrete(params):
-            params.validate()
+            params = params.validate()
             self.check_params(params)
         return _as_jax(params)
 
