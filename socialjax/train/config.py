@@ -9,6 +9,10 @@ Fields come in three kinds:
   values define a grid (the outer product over all array fields) that
   :func:`socialjax.train.run` vmaps over, one compiled call for the whole sweep;
 - population, selection and evaluation settings.
+
+Bool fields (``recurrent``, ``anneal_lr``, ``evaluate``) are parsed by
+:func:`socialjax.core.params.parse_bool`: ``"false"`` (from ``--set`` or a file) is
+False, ``"maybe"`` an error. Numbers must be finite.
 """
 
 from __future__ import annotations
@@ -181,6 +185,8 @@ class TrainConfig:
             v = grid[name]
             if not np.all(np.isfinite(v)) or np.any(v < lo) or (hi is not None and np.any(v > hi)):
                 raise ValueError(f"{name} must lie in [{lo}, {hi if hi is not None else 'inf'}), got {getattr(self, name)!r}")
+        if not np.all(np.isfinite(grid["aa_beta"])):
+            raise ValueError(f"aa_beta must be finite, got {self.aa_beta!r}")
         if not _finite(self.select_frac) or not 0.0 < self.select_frac <= 1.0:
             raise ValueError(f"select_frac must be in (0, 1], got {self.select_frac!r}")
         if not _finite(self.mutation_std) or self.mutation_std < 0:

@@ -159,7 +159,7 @@ def test_train_config_bool_fields_reject_other_values(field, value):
 
 
 @pytest.mark.parametrize("value", NON_FINITE)
-@pytest.mark.parametrize("field", ["select_frac", "mutation_std", "learner_fraction"])
+@pytest.mark.parametrize("field", ["select_frac", "mutation_std", "learner_fraction", "aa_beta", "lr"])
 def test_train_config_floats_must_be_finite(field, value):
     with pytest.raises(ValueError, match=field):
         TrainConfig(**{field: value}).validate()
