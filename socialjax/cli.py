@@ -53,8 +53,8 @@ def _positive_float(text: str) -> float:
 
 def _option(text: str) -> tuple[str, object]:
     """``KEY=VALUE`` with a Python literal value (``num_agents=3``, ``obs_mode='rgb'``);
-    a value that is not a literal is taken as a string (``episode=fixed``). A bool
-    option parses the string itself (``recurrent=false`` is False: see
+    a value that is not a literal is taken as a string (``episode=fixed``), and a bool
+    option or field parses it where it is read (``recurrent=false`` is False: see
     :func:`socialjax.core.params.parse_bool`)."""
     import ast
 

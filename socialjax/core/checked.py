@@ -33,11 +33,11 @@ class CheckedEnv:
         self._batched = batched
 
         def _reset(key, params):
-            check_params(env, params)
+            checkify_params(env, params)
             return env.reset(key, params)
 
         def _step(key, state, actions, params):
-            check_params(env, params)
+            checkify_params(env, params)
             space = env.action_space(params)
             checkify.check(
                 jnp.all(space.valid(jnp.asarray(actions))),
@@ -69,7 +69,7 @@ class CheckedEnv:
         return out
 
 
-def check_params(env: Environment, params: EnvParams) -> None:
+def checkify_params(env: Environment, params: EnvParams) -> None:
     """``checkify.check`` that every field of (possibly traced) ``params`` is finite and
     within its declared range, and that bool fields are 0 or 1; call it inside a
     function that ``checkify.checkify`` functionalises."""

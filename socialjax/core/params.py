@@ -89,12 +89,12 @@ def _short(value: Any) -> str:
 def _numbers(name: str, value: Any) -> np.ndarray:
     """``value`` as a float64 array; ``ValueError`` for anything that is not numeric."""
     arr = np.asarray(value)
-    try:
-        if arr.dtype.kind in "OSU":
-            raise TypeError
-        return arr.astype(np.float64)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number or an array of numbers, got {value!r}") from None
+    if arr.dtype.kind not in "OSU":
+        try:
+            return arr.astype(np.float64)
+        except (TypeError, ValueError):
+            pass
+    raise ValueError(f"{name} must be a number or an array of numbers, got {value!r}")
 
 
 def _check_bool_array(name: str, value: Any) -> None:

@@ -110,7 +110,7 @@ class TrainConfig:
     log_every: int = 0  # progress line every k updates (0 = none)
 
     def __post_init__(self):
-        for name in BOOL_FIELDS:  # "false" (from --set or a JSON file) is False; "maybe" an error
+        for name in BOOL_FIELDS:
             object.__setattr__(self, name, parse_bool(name, getattr(self, name)))
 
     # -- derived ------------------------------------------------------------------------
