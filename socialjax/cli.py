@@ -17,14 +17,18 @@ agent-steps/s under random actions on this machine (:mod:`socialjax.bench`).
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 
 
 def _floats(text: str) -> tuple[float, ...]:
     try:
-        return tuple(float(x) for x in text.split(",") if x.strip())
+        values = tuple(float(x) for x in text.split(",") if x.strip())
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+    if not all(math.isfinite(v) for v in values):
+        raise argparse.ArgumentTypeError(f"expected comma-separated finite numbers, got {text!r}")
+    return values
 
 
 def _positive_int(text: str) -> int:
@@ -49,7 +53,9 @@ def _positive_float(text: str) -> float:
 
 def _option(text: str) -> tuple[str, object]:
     """``KEY=VALUE`` with a Python literal value (``num_agents=3``, ``obs_mode='rgb'``);
-    a value that is not a literal is taken as a string (``episode=fixed``)."""
+    a value that is not a literal is taken as a string (``episode=fixed``), and a bool
+    option or field parses it where it is read (``recurrent=false`` is False: see
+    :func:`socialjax.core.params.parse_bool`)."""
     import ast
 
     key, sep, value = text.partition("=")
@@ -347,17 +353,21 @@ def join_processes(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
 
 
 def config_overrides(pairs: list[tuple[str, object]]) -> dict[str, object]:
-    """``--set`` pairs as ``TrainConfig.replace`` arguments: a list becomes a tuple (a sweep
-    for a numeric hyperparameter); a hyperparameter must be a number or a list of them."""
+    """``--set`` pairs as ``TrainConfig.replace`` arguments: a bool field is parsed
+    (``recurrent=false`` is False, ``recurrent=maybe`` an error); a list becomes a tuple (a
+    sweep for a numeric hyperparameter); a hyperparameter must be a number or a list of them."""
     import dataclasses
 
-    from socialjax.train.config import SWEEPABLE, TrainConfig
+    from socialjax.core.params import parse_bool
+    from socialjax.train.config import BOOL_FIELDS, SWEEPABLE, TrainConfig
 
     sequences = {f.name for f in dataclasses.fields(TrainConfig) if str(f.type).startswith("tuple")}
     out = {}
     for key, value in pairs:
         if isinstance(value, list):
             value = tuple(value)
+        if key in BOOL_FIELDS:
+            value = parse_bool(f"--set {key}", value)
         if key in sequences and isinstance(value, str):
             raise ValueError(f"--set {key}={value}: {key} takes a list, e.g. --set \"{key}=['a', 'b']\" "
                              "(quoted, so that the shell keeps the brackets and quotes)")

@@ -112,6 +112,11 @@ def no_compile(monkeypatch):
     (["--set", "scripted=[tft]"], "scripted takes a list"),
     (["--env-option", "num_rounds=0"], "num_rounds must be an int >= 1"),
     (["--env-option", "colour=1"], "unknown option(s) ['colour']"),
+    (["--set", "recurrent=maybe"], "--set recurrent must be a bool (True/False"),
+    (["--set", "evaluate=2"], "--set evaluate must be a bool (True/False"),
+    (["--set", "mutation_std=1e999"], "mutation_std must be a finite number >= 0, got inf"),
+    (["--env-option", "observe_round=maybe"], "observe_round must be a bool (True/False"),
+    (["--env-option", "noise=1e999"], "MatrixParams.noise=inf is not finite"),
     (["--generations", "3"], "donor-evolution only: --generations"),
     (["--updates", "3", "--set", "num_updates=4"], "give the number of updates once"),
 ])

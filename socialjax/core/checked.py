@@ -1,15 +1,20 @@
-"""``checked(env)``: a debugging wrapper that raises on out-of-range actions.
+"""``checked(env)``: a debugging wrapper that raises on out-of-range actions and params.
 
 Under ``jit`` an out-of-range action cannot raise, so :class:`Environment` replaces it
-by the environment's no-op action and flags it in ``info["invalid_action"]``. For
-debugging, ``checked(env)`` functionalises the check with
-``jax.experimental.checkify`` and raises a ``ValueError`` on the host instead.
-Its ``step`` and ``reset`` are compiled inside (do not wrap them in ``jit``); pass
-batched inputs with ``batched=True`` to check a whole ``vmap`` of environments.
+by the environment's no-op action and flags it in ``info["invalid_action"]``; and
+params that are traced (computed inside a ``jit`` or ``vmap``) cannot be validated on
+the host. For debugging, ``checked(env)`` functionalises both checks (every params
+field finite, within its declared range, a bool field 0 or 1) with
+``jax.experimental.checkify`` and raises a ``ValueError`` naming the action or the
+field on the host instead. Its ``step`` and ``reset`` are compiled inside; pass batched
+inputs with ``batched=True`` to check a whole ``vmap`` of environments. Under a ``vmap``
+of your own they raise as well. Inside a ``jit`` of your own, functionalise that
+function too: ``err, out = checkify.checkify(jax.jit(f))(...)``, then ``err.throw()``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import jax
@@ -17,6 +22,7 @@ import jax.numpy as jnp
 from jax.experimental import checkify
 
 from socialjax.core.environment import Environment
+from socialjax.core.params import EnvParams
 
 
 class CheckedEnv:
@@ -26,7 +32,12 @@ class CheckedEnv:
         self._env = env
         self._batched = batched
 
+        def _reset(key, params):
+            checkify_params(env, params)
+            return env.reset(key, params)
+
         def _step(key, state, actions, params):
+            checkify_params(env, params)
             space = env.action_space(params)
             checkify.check(
                 jnp.all(space.valid(jnp.asarray(actions))),
@@ -35,7 +46,7 @@ class CheckedEnv:
             )
             return env.step(key, state, actions, params)
 
-        step, reset = _step, env.reset
+        step, reset = _step, _reset
         if batched:
             step = jax.vmap(step, in_axes=(0, 0, 0, None))
             reset = jax.vmap(reset, in_axes=(0, None))
@@ -58,6 +69,26 @@ class CheckedEnv:
         return out
 
 
+def checkify_params(env: Environment, params: EnvParams) -> None:
+    """``checkify.check`` that every field of (possibly traced) ``params`` is finite and
+    within its declared range, and that bool fields are 0 or 1; call it inside a
+    function that ``checkify.checkify`` functionalises."""
+    cls = type(params).__name__
+    for f in dataclasses.fields(params):
+        value = jnp.asarray(getattr(params, f.name))
+        if f.metadata.get("bool"):
+            ok, rule = (value == 0) | (value == 1), "a bool (0 or 1)"
+        else:
+            low, high = f.metadata.get("bounds", (None, None))
+            ok = jnp.isfinite(value) if jnp.issubdtype(value.dtype, jnp.inexact) else jnp.ones(value.shape, bool)
+            if low is not None:
+                ok &= value >= low
+            if high is not None:
+                ok &= value <= high
+            rule = f"finite and in [{'-inf' if low is None else low}, {'inf' if high is None else high}]"
+        checkify.check(jnp.all(ok), f"{env.name}: {cls}.{f.name} must be {rule}, got {{value}}", value=value)
+
+
 def _throw(err: checkify.Error) -> None:
     try:
         err.throw()
@@ -66,6 +97,7 @@ def _throw(err: checkify.Error) -> None:
 
 
 def checked(env: Environment, batched: bool = False) -> CheckedEnv:
-    """Return a debugging view of ``env`` whose ``step`` raises ``ValueError`` on
-    out-of-range actions (and NaNs produced inside the step)."""
+    """Return a debugging view of ``env`` whose ``step`` and ``reset`` raise ``ValueError``
+    on out-of-range actions, params out of their declared range or not finite (traced
+    ones too), and NaNs produced inside the step."""
     return CheckedEnv(env, batched=batched)

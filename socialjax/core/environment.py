@@ -179,9 +179,26 @@ class Environment(Generic[TState, TParams]):
                 f"got {type(params).__name__}"
             )
         if is_concrete(params):
-            params.validate()
+            params = params.validate()
             self.check_params(params)
         return _as_jax(params)
+
+    def resolve_single_params(self, params: TParams | None) -> TParams:
+        """``params`` (``None``: the defaults) checked on the host for an entry point that
+        plays every game with the same params (training, playback, rendering): validated,
+        and with the shapes of :meth:`make_default_params`, so that a batch of params
+        (a leading sweep axis) is a ``ValueError`` naming the field instead of being
+        broadcast against the agents."""
+        params = self._resolve_params(params)
+        expected = self.make_default_params()
+        for name in params.field_names():
+            got, want = jnp.shape(getattr(params, name)), jnp.shape(getattr(expected, name))
+            if got != want:
+                raise ValueError(
+                    f"{self.name}: {type(params).__name__}.{name} has shape {got}, expected {want}: one set of "
+                    "params is played here; for a sweep over params, run once per value or vmap env.step yourself"
+                )
+        return params
 
     def prepare_actions(self, actions: Any, params: TParams) -> tuple[jax.Array, jax.Array]:
         """Check shape and dtype (raises at trace time), cast to the space's dtype and

@@ -19,9 +19,11 @@ from flax import struct
 def param(default: Any, low: float | None = None, high: float | None = None, doc: str = ""):
     """Declare an ``EnvParams`` field with an optional closed range ``[low, high]``.
 
-    Array defaults are stored through a factory (dataclasses forbid mutable defaults).
+    A bool default makes a bool field: it takes the spellings of :func:`parse_bool`
+    (or arrays of 0 and 1). Array defaults are stored through a factory (dataclasses
+    forbid mutable defaults).
     """
-    meta = {"bounds": (low, high), "doc": doc}
+    meta = {"bounds": (low, high), "doc": doc, "bool": isinstance(default, bool)}
     if isinstance(default, (int, float, bool)):
         return dataclasses.field(default=default, metadata=meta)
     value = np.asarray(default)
@@ -38,26 +40,38 @@ class EnvParams:
     """Base class of every environment's params. Subclass with ``@struct.dataclass``."""
 
     def validate(self) -> "EnvParams":
-        """Raise ``ValueError`` naming the field and value if any concrete field is out
-        of its declared range (or NaN). Traced fields are skipped. Returns ``self``."""
+        """Raise ``ValueError`` naming the field and value if any concrete field is not
+        a finite number (NaN, infinite, a string), is out of its declared range, or is a
+        bool field holding anything but a bool, 0 or 1. Traced fields are skipped.
+
+        Returns the params, with bool fields given as Python values (``"false"``,
+        ``0``, ...) replaced by bools (see :func:`parse_bool`)."""
+        cls = type(self).__name__
+        parsed = {}
         for f in dataclasses.fields(self):
             low, high = f.metadata.get("bounds", (None, None))
             value = getattr(self, f.name)
             if isinstance(value, jax.core.Tracer):
                 continue
-            arr = np.asarray(value, dtype=np.float64)
+            name = f"{cls}.{f.name}"
+            if f.metadata.get("bool"):
+                if isinstance(value, (str, int, np.bool_, np.integer)) and not isinstance(value, bool):
+                    parsed[f.name] = parse_bool(name, value)
+                elif not isinstance(value, bool):
+                    _check_bool_array(name, value)
+                continue
+            arr = _numbers(name, value)
             if np.any(np.isnan(arr)):
-                raise ValueError(f"{type(self).__name__}.{f.name} is NaN: {value!r}")
+                raise ValueError(f"{name} is NaN: {value!r}")
+            if not np.all(np.isfinite(arr)):
+                raise ValueError(f"{name}={_short(value)} is not finite")
             if low is not None and np.any(arr < low):
-                raise ValueError(
-                    f"{type(self).__name__}.{f.name}={_short(value)} is below its minimum {low}"
-                )
+                raise ValueError(f"{name}={_short(value)} is below its minimum {low}")
             if high is not None and np.any(arr > high):
-                raise ValueError(
-                    f"{type(self).__name__}.{f.name}={_short(value)} is above its maximum {high}"
-                )
-        self.check()
-        return self
+                raise ValueError(f"{name}={_short(value)} is above its maximum {high}")
+        params = self.replace(**parsed) if parsed else self
+        params.check()
+        return params
 
     def check(self) -> None:
         """Cross-field checks on concrete values; override in subclasses."""
@@ -72,7 +86,47 @@ def _short(value: Any) -> str:
     return repr(arr.item()) if arr.size == 1 else np.array2string(arr, threshold=8)
 
 
+def _numbers(name: str, value: Any) -> np.ndarray:
+    """``value`` as a float64 array; ``ValueError`` for anything that is not numeric."""
+    arr = np.asarray(value)
+    if arr.dtype.kind not in "OSU":
+        try:
+            return arr.astype(np.float64)
+        except (TypeError, ValueError):
+            pass
+    raise ValueError(f"{name} must be a number or an array of numbers, got {value!r}")
+
+
+def _check_bool_array(name: str, value: Any) -> None:
+    arr = np.asarray(value)
+    if arr.dtype.kind not in "biu" or not np.all((arr == 0) | (arr == 1)):
+        raise ValueError(f"{name} must be a bool ({BOOL_SPELLINGS}) or an array of bools, got {_short(value)}")
+
+
 # -- static options (constructor arguments): checked once, at make ------------------
+_TRUE = ("true", "1", "yes")
+_FALSE = ("false", "0", "no")
+BOOL_SPELLINGS = "True/False, or the strings true/false, 1/0, yes/no in any case, or the ints 1/0"
+
+
+def parse_bool(name: str, value: Any) -> bool:
+    """``value`` as a bool: a bool, the ints 0 and 1, or one of the strings
+    true/false, 1/0, yes/no in any case; anything else is a ``ValueError`` naming
+    ``name`` and the accepted spellings. The one parser of every bool option (``sj.make``,
+    bool params fields, ``TrainConfig``, the command line)."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        text = value.lower()
+        if text in _TRUE:
+            return True
+        if text in _FALSE:
+            return False
+    raise ValueError(f"{name} must be a bool ({BOOL_SPELLINGS}), got {value!r}")
+
+
 def check_int(name: str, value: Any, low: int) -> None:
     """Raise ``ValueError`` unless ``value`` is an int (not a bool) ``>= low``."""
     if not isinstance(value, int) or isinstance(value, bool) or value < low:
@@ -85,7 +139,6 @@ def check_choice(name: str, value: Any, choices: tuple) -> None:
         raise ValueError(f"{name} must be one of {choices}, got {value!r}")
 
 
-def check_bool(name: str, value: Any) -> None:
-    """Raise ``ValueError`` unless ``value`` is a bool."""
-    if not isinstance(value, bool):
-        raise ValueError(f"{name} must be a bool, got {value!r}")
+def check_bool(name: str, value: Any) -> bool:
+    """``parse_bool(name, value)``: the bool, or a ``ValueError`` naming ``name``."""
+    return parse_bool(name, value)

@@ -3,7 +3,9 @@
 Options are split by name: those the environment's constructor accepts are static
 choices (they may change array shapes and trigger a new compile); those naming a field
 of its params dataclass set the default params (vmappable numbers). Anything else is an
-error that lists what is valid.
+error that lists what is valid. A bool option or field takes True/False and the strings
+true/false, 1/0, yes/no in any case (``"false"`` from a command line is False), and
+nothing else (:func:`socialjax.core.params.parse_bool`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from socialjax.core.environment import Environment
+from socialjax.core.params import parse_bool
 
 
 @dataclass(frozen=True)
@@ -70,7 +73,7 @@ def make(name: str, **options: Any) -> Environment:
     sig = inspect.signature(cls.__init__)
     static_names = [p for p in sig.parameters if p != "self"]
     param_names = cls.params_cls.field_names()
-    static = {k: v for k, v in merged.items() if k in static_names}
+    static = {k: _static(sig.parameters[k], v) for k, v in merged.items() if k in static_names}
     dynamic = {k: v for k, v in merged.items() if k in param_names and k not in static}
     unknown = sorted(set(merged) - set(static) - set(dynamic))
     if unknown:
@@ -85,3 +88,11 @@ def make(name: str, **options: Any) -> Environment:
     else:
         env.default_params  # validate the defaults eagerly
     return env
+
+
+def _static(parameter: inspect.Parameter, value: Any) -> Any:
+    """A constructor argument annotated ``bool`` goes through :func:`parse_bool`
+    (``"false"`` is False); others pass unchanged."""
+    if parameter.annotation in (bool, "bool"):
+        return parse_bool(parameter.name, value)
+    return value

@@ -68,7 +68,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from socialjax.core.params import param
+from socialjax.core.params import check_bool, param
 from socialjax.envs.grid import constants as C
 from socialjax.envs.grid import engine as E
 from socialjax.envs.grid.base import GridEnv, GridParams
@@ -290,8 +290,7 @@ class CleanUp(_CleanUpBase):
     def __init__(self, num_agents: int = 7, episode: str = "meltingpot", episode_length: int = 1000,
                  obs_mode: str = "codes", view: tuple = MELTINGPOT_VIEW, dirt_blocks_movement: bool = True,
                  ascii_map: str | None = None):
-        if not isinstance(dirt_blocks_movement, bool):
-            raise ValueError(f"dirt_blocks_movement must be a bool, got {dirt_blocks_movement!r}")
+        dirt_blocks_movement = check_bool("dirt_blocks_movement", dirt_blocks_movement)
         _, zap_length, zap_radius, _ = MP_ZAP
         _, clean_length, clean_radius = MP_CLEAN
         super().__init__(

@@ -9,6 +9,10 @@ Fields come in three kinds:
   values define a grid (the outer product over all array fields) that
   :func:`socialjax.train.run` vmaps over, one compiled call for the whole sweep;
 - population, selection and evaluation settings.
+
+Bool fields (``recurrent``, ``anneal_lr``, ``evaluate``) are parsed by
+:func:`socialjax.core.params.parse_bool`: ``"false"`` (from ``--set`` or a file) is
+False, ``"maybe"`` an error. Numbers must be finite.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ import itertools
 from typing import Any
 
 import numpy as np
+
+from socialjax.core.params import parse_bool
 
 ALGOS = ("ppo", "a2c", "dqn")
 # the network options (socialjax.agents.networks: ENCODERS, CONVS, PRECISIONS; written
@@ -103,6 +109,10 @@ class TrainConfig:
     # output -------------------------------------------------------------------------------
     log_every: int = 0  # progress line every k updates (0 = none)
 
+    def __post_init__(self):
+        for name in BOOL_FIELDS:
+            object.__setattr__(self, name, parse_bool(name, getattr(self, name)))
+
     # -- derived ------------------------------------------------------------------------
     def replace(self, **changes: Any) -> "TrainConfig":
         unknown = sorted(set(changes) - {f.name for f in dataclasses.fields(self)})
@@ -175,25 +185,39 @@ class TrainConfig:
             v = grid[name]
             if not np.all(np.isfinite(v)) or np.any(v < lo) or (hi is not None and np.any(v > hi)):
                 raise ValueError(f"{name} must lie in [{lo}, {hi if hi is not None else 'inf'}), got {getattr(self, name)!r}")
-        if not 0.0 < self.select_frac <= 1.0:
-            raise ValueError(f"select_frac must be in (0, 1], got {self.select_frac}")
-        if self.mutation_std < 0:
-            raise ValueError(f"mutation_std must be >= 0, got {self.mutation_std}")
-        if len(self.perturb) != 2 or min(self.perturb) <= 0:
-            raise ValueError(f"perturb must be two positive factors, got {self.perturb}")
+        if not np.all(np.isfinite(grid["aa_beta"])):
+            raise ValueError(f"aa_beta must be finite, got {self.aa_beta!r}")
+        if not _finite(self.select_frac) or not 0.0 < self.select_frac <= 1.0:
+            raise ValueError(f"select_frac must be in (0, 1], got {self.select_frac!r}")
+        if not _finite(self.mutation_std) or self.mutation_std < 0:
+            raise ValueError(f"mutation_std must be a finite number >= 0, got {self.mutation_std!r}")
+        perturb = tuple(self.perturb) if isinstance(self.perturb, (tuple, list)) else ()
+        if len(perturb) != 2 or not all(_finite(p) and p > 0 for p in perturb):
+            raise ValueError(f"perturb must be two finite positive factors, got {self.perturb!r}")
         bad = [n for n in self.pbt_hparams if n not in self.hparam_names()]
         if bad and self.selection == "pbt":
             raise ValueError(f"pbt_hparams {bad} are not hyperparameters of {self.algo}: {self.hparam_names()}")
-        if self.learner_fraction is not None and not 0.0 < self.learner_fraction <= 1.0:
-            raise ValueError(f"learner_fraction must be in (0, 1], got {self.learner_fraction}")
+        if self.learner_fraction is not None and (not _finite(self.learner_fraction)
+                                                  or not 0.0 < self.learner_fraction <= 1.0):
+            raise ValueError(f"learner_fraction must be None or in (0, 1], got {self.learner_fraction!r}")
         if self.algo == "dqn" and self.recurrent:
             raise ValueError("recurrent=True is only supported by ppo and a2c")
         if self.algo == "dqn" and np.any(grid["aa_beta"] != 0):
             raise ValueError("aa_beta (Advantage Alignment) needs an actor-critic learner (ppo or a2c)")
 
 
+BOOL_FIELDS = tuple(f.name for f in dataclasses.fields(TrainConfig) if f.type in ("bool", bool))
+
+
 def field_names() -> list[str]:
     return [f.name for f in dataclasses.fields(TrainConfig)]
+
+
+def _finite(value: Any) -> bool:
+    """A real number (not a bool or a string) that is neither NaN nor infinite."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        return False
+    return bool(np.isfinite(value))
 
 
 def _choice(name: str, value: Any, options: tuple[str, ...]) -> None:

@@ -159,10 +159,14 @@ def run_experiment(
 
     if num_seeds < 2:
         raise ValueError(f"num_seeds must be >= 2 to report an interval, got {num_seeds}")
+    mults = np.asarray(multipliers, np.float64)
+    if mults.ndim != 1 or mults.size == 0 or not np.all(np.isfinite(mults)):
+        raise ValueError(f"multipliers must be a non-empty list of finite numbers, got {multipliers!r}")
     store.check_out_dir(out_dir, overwrite=overwrite)
     env = make("donor_game", **(env_options or {}))
+    env.default_params.replace(multiplier=mults).validate()  # the vmapped values, checked before compiling
+    mults = mults.astype(np.float32)
     config = DonorEvolutionConfig(num_generations=num_generations)
-    mults = np.asarray(multipliers, np.float32)
     progress = Progress(num_generations, num_seeds * len(mults), "donor-evolution", _progress_line, enabled=verbose)
 
     def run(multiplier, key):

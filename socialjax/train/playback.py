@@ -87,6 +87,7 @@ def play(
         raise ValueError(f"num_steps must be a positive int, got {num_steps!r}")
     if render and not can_render(env):
         raise TypeError(f"{getattr(env, 'name', type(env).__name__)} has no render(state): only the grid games render")
+    params = env.resolve_single_params(params)
     row = check_row(train, row)
     leaves = jax.tree_util.tree_leaves(learners.params)
     if not leaves or leaves[0].shape[0] != train.plan.num_learners:
@@ -96,7 +97,6 @@ def play(
         )
     if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
         key = jax.random.key(int(key))
-    params = env.default_params if params is None else params
     rewards, actions, dones, frames = _play(
         train, jax.tree_util.tree_map(jnp.asarray, learners), key, jnp.asarray(row), params, int(num_steps),
         bool(render), bool(greedy),

@@ -85,6 +85,8 @@ def make_learner(env, config: TrainConfig, seats_per_learner: int, params=None):
 def make_train(env, config: TrainConfig, params=None, progress: Progress | None = None) -> Callable:
     """Build ``train(key, hparams=None) -> (TrainState, metrics)``.
 
+    ``params``: the environment's params for every game (default ``env.default_params``),
+    validated here, before anything is compiled; a batch of params is an error.
     ``hparams``: a dict of ``()`` numbers overriding the config's hyperparameters (this
     is how a sweep vmaps over them); by default the config's values, which must then be
     scalars. ``metrics`` (``U = num_updates``, ``P`` members, ``L`` learners):
@@ -107,7 +109,7 @@ def make_train(env, config: TrainConfig, params=None, progress: Progress | None 
     for the final learners, ``nan_update``/``nan_member`` and the evaluation.
     """
     config.validate()
-    env_params = env.default_params if params is None else params
+    env_params = env.resolve_single_params(params)
     N = env.num_agents
     plan = make_plan(config, N)
     learner = make_learner(env, config, plan.seats_per_learner, env_params)

@@ -99,7 +99,7 @@ def rollout_frames(env, key, num_steps: int, policy: Policy | None = None, param
         raise TypeError(f"policy must be callable as policy(key, obs) -> actions, got {type(policy).__name__}")
     if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
         key = jax.random.key(int(key))
-    params = env.default_params if params is None else params
+    params = env.resolve_single_params(params)
     return np.asarray(jax.device_get(_rollout(env, key, params, int(num_steps), policy)))
 
 

@@ -385,7 +385,7 @@ def test_bad_static_options():
     with pytest.raises(ValueError, match="threshold"):
         sj.make("cleanup", threshold=0.0)
     with pytest.raises(ValueError, match="dirt_blocks_movement"):
-        sj.make("cleanup", dirt_blocks_movement="yes")
+        sj.make("cleanup", dirt_blocks_movement="maybe")
     with pytest.raises(ValueError, match="spawn points"):
         sj.make("cleanup", num_agents=20)
     with pytest.raises(ValueError, match="unknown option"):

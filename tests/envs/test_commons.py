@@ -315,7 +315,7 @@ def test_bad_static_options_raise():
         (dict(num_levels=1), "num_levels"),
         (dict(num_agents=1), "num_agents"),
         (dict(sanctions="fine"), "sanctions"),
-        (dict(monitoring="yes"), "monitoring"),
+        (dict(monitoring="maybe"), "monitoring"),
         (dict(episode_length=0), "episode_length"),
     ]:
         with pytest.raises(ValueError, match=name):

@@ -376,7 +376,7 @@ def test_bad_input():
     with pytest.raises(ValueError, match="num_agents"):
         IndirectReciprocity(num_agents=5)
     with pytest.raises(ValueError, match="private_assessment"):
-        IndirectReciprocity(num_agents=4, private_assessment="yes")
+        IndirectReciprocity(num_agents=4, private_assessment="maybe")
     with pytest.raises(ValueError, match="episode_length"):
         IndirectReciprocity(num_agents=4, episode_length=0)
     env = IndirectReciprocity(num_agents=4)

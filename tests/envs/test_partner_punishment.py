@@ -325,11 +325,11 @@ def test_actions_of_wrong_shape_or_dtype_raise(selection_env):
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        (dict(partner_selection="yes"), "partner_selection"),
-        (dict(direct_punishment=1), "direct_punishment"),
+        (dict(partner_selection="maybe"), "partner_selection"),
+        (dict(direct_punishment=2), "direct_punishment"),
         (dict(third_party_punishment=None), "third_party_punishment"),
-        (dict(costly="no"), "costly"),
-        (dict(observe_reputation=0), "observe_reputation"),
+        (dict(costly=""), "costly"),
+        (dict(observe_reputation=0.5), "observe_reputation"),
         (dict(num_agents=3, third_party_punishment=True), "num_agents"),
         (dict(num_agents=1), "num_agents"),
         (dict(num_rounds=0), "num_rounds"),

@@ -60,7 +60,7 @@ import numpy as np
 from flax import struct
 
 from socialjax.core.environment import Environment
-from socialjax.core.params import EnvParams, param
+from socialjax.core.params import EnvParams, check_bool, param
 from socialjax.core.spaces import Box, Discrete
 
 # Vallinder & Hughes 2024: 12 agents, 10 resources each, multiplier 2, trace depth 3,
@@ -127,10 +127,11 @@ class DonorGame(Environment):
             raise ValueError(f"games_per_generation must be an int >= 1, got {games_per_generation!r}")
         if action_levels is not None and (not isinstance(action_levels, int) or action_levels < 2):
             raise ValueError(f"action_levels must be None or an int >= 2, got {action_levels!r}")
+        punishment = check_bool("punishment", punishment)
         super().__init__(num_agents)
         self.schedule = schedule
         self.trace_depth = trace_depth
-        self.punishment = bool(punishment)
+        self.punishment = punishment
         self.games_per_generation = games_per_generation
         self.action_levels = action_levels
         self.half = num_agents // 2

@@ -197,8 +197,8 @@ class Commons(Environment):
         for name, value, low in (("num_agents", num_agents, 2), ("num_levels", num_levels, 2), ("episode_length", episode_length, 1)):
             check_int(name, value, low)
         check_choice("sanctions", sanctions, SANCTIONS)
-        check_bool("monitoring", monitoring)
-        check_bool("quota_vote", quota_vote)
+        monitoring = check_bool("monitoring", monitoring)
+        quota_vote = check_bool("quota_vote", quota_vote)
         super().__init__(num_agents)
         self.preset = preset
         self.num_levels = num_levels

@@ -71,7 +71,7 @@ import numpy as np
 from flax import struct
 
 from socialjax.core.environment import Environment
-from socialjax.core.params import EnvParams, param, is_concrete
+from socialjax.core.params import EnvParams, check_bool, is_concrete, param
 from socialjax.core.spaces import Box, Discrete
 
 COOPERATE, DEFECT = 0, 1
@@ -232,8 +232,7 @@ class IndirectReciprocity(Environment):
             raise ValueError(f"num_agents must be an even int >= 2 (agents are paired), got {num_agents!r}")
         if norm not in NORMS:
             raise ValueError(f"norm must be one of {sorted(NORMS)}, got {norm!r}")
-        if not isinstance(private_assessment, bool):
-            raise ValueError(f"private_assessment must be a bool, got {private_assessment!r}")
+        private_assessment = check_bool("private_assessment", private_assessment)
         if not isinstance(episode_length, int) or isinstance(episode_length, bool) or episode_length < 1:
             raise ValueError(f"episode_length must be an int >= 1, got {episode_length!r}")
         super().__init__(num_agents)
@@ -402,7 +401,7 @@ def evolve_strategies(
     for name, value in (("mutation_rate", mutation_rate), ("baseline", baseline)):
         if is_concrete(value):
             v = float(value)
-            if not (0.0 <= v and (name == "baseline" or v <= 1.0)):
+            if not (np.isfinite(v) and 0.0 <= v and (name == "baseline" or v <= 1.0)):
                 raise ValueError(f"{name} must be in {'[0, 1]' if name == 'mutation_rate' else '[0, inf)'}, got {v}")
     pool = tuple(int(s) for s in pool)
     if not pool or any(not 0 <= s < NUM_STRATEGIES for s in pool):

@@ -71,7 +71,7 @@ import numpy as np
 from flax import struct
 
 from socialjax.core.environment import Environment
-from socialjax.core.params import EnvParams, param
+from socialjax.core.params import EnvParams, check_bool, param
 from socialjax.core.spaces import Box
 
 # Dasgupta & Musolesi: 5 agents, 10 rounds per game, PD (R, S, T, P) = (3, 0, 4, 1).
@@ -163,16 +163,11 @@ class PartnerPunishment(Environment):
             raise ValueError(f"num_agents must be an int >= 2, got {num_agents!r}")
         if not isinstance(num_rounds, int) or isinstance(num_rounds, bool) or num_rounds < 1:
             raise ValueError(f"num_rounds must be an int >= 1, got {num_rounds!r}")
-        options = dict(
-            partner_selection=partner_selection,
-            direct_punishment=direct_punishment,
-            third_party_punishment=third_party_punishment,
-            costly=costly,
-            observe_reputation=observe_reputation,
-        )
-        for name, value in options.items():
-            if not isinstance(value, (bool, np.bool_)):
-                raise ValueError(f"{name} must be a bool, got {value!r}")
+        partner_selection = check_bool("partner_selection", partner_selection)
+        direct_punishment = check_bool("direct_punishment", direct_punishment)
+        third_party_punishment = check_bool("third_party_punishment", third_party_punishment)
+        costly = check_bool("costly", costly)
+        observe_reputation = check_bool("observe_reputation", observe_reputation)
         if third_party_punishment and num_agents < 4:
             raise ValueError(
                 f"third_party_punishment=True needs two bystanders besides the two players, so "

@@ -217,8 +217,8 @@ class PublicGoods(Environment):
         if design == "2000" and max_points != MAX_POINTS:
             raise ValueError(f"design='2000' has a cost schedule for 0..10 points, so max_points must be 10, got {max_points}")
         check_choice("matching", matching, MATCHINGS)
-        check_bool("punishment", punishment)
-        check_bool("sequential", sequential)
+        punishment = check_bool("punishment", punishment)
+        sequential = check_bool("sequential", sequential)
         if sequential and punishment:
             raise ValueError("sequential=True has no punishment stage: punishment must be False")
         super().__init__(num_agents)

@@ -32,7 +32,7 @@ import numpy as np
 from flax import struct
 
 from socialjax.core.environment import Environment
-from socialjax.core.params import EnvParams, param
+from socialjax.core.params import EnvParams, check_bool, param
 from socialjax.core.spaces import Box, Discrete
 
 COOPERATE, DEFECT = 0, 1
@@ -104,7 +104,7 @@ class _IteratedGame(Environment):
                 raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
         self.num_rounds = num_rounds
         self.memory = memory
-        self.observe_round = bool(observe_round)
+        self.observe_round = check_bool("observe_round", observe_round)
 
     def stage_payoffs(self, executed: jax.Array, params) -> jax.Array:
         raise NotImplementedError
