@@ -1,8 +1,11 @@
-"""Command line: ``socialjax envs | train | evaluate | render | bench``.
+"""Command line: ``socialjax envs | train | evaluate | render | results | bench``.
 
 ``socialjax train PRESET`` trains a population (presets: :mod:`socialjax.train.presets`;
 ``--set field=value`` overrides any :class:`~socialjax.train.TrainConfig` field, a list
-value is a sweep) and writes metrics, a checkpoint, learning curves and a summary;
+value is a sweep) and writes metrics, a checkpoint, learning curves and a summary, as
+one folder written whole (never over an earlier result without ``--overwrite``);
+``--checkpoint-every K`` saves the training state every K updates and ``socialjax train
+--resume DIR`` continues an unfinished run;
 ``socialjax train donor-evolution`` runs the cultural evolution of donor-game
 strategies. Over several processes (machines), start ``socialjax train ... --coordinator
 HOST:PORT --num-processes N --process-id I`` once per process: ``jax.distributed`` joins
@@ -10,6 +13,7 @@ them, every process's devices get runs, and process 0 alone writes the results.
 ``socialjax evaluate DIR`` plays a trained population from its checkpoint;
 ``socialjax render --env cleanup --out cleanup.gif`` renders a random rollout of a grid
 game to a GIF / MP4, and ``--checkpoint DIR`` renders the trained population instead.
+``socialjax results DIR`` prints a saved run's summary (``--csv OUT``: a long table).
 ``socialjax bench --envs cleanup --batch-sizes 1,64`` measures env-steps/s and
 agent-steps/s under random actions on this machine (:mod:`socialjax.bench`).
 """
@@ -91,7 +95,7 @@ RENDER_POLICIES = ("random", "noop")
 DONOR_DEFAULTS = dict(generations=10, multipliers=(1.5, 2.0, 3.0), schedule="released")
 DONOR_FLAGS = ("generations", "multipliers", "schedule", "punishment")
 POPULATION_FLAGS = (("overrides", "--set"), ("env_options", "--env-option"), ("updates", "--updates"),
-                    ("checkpoint_every", "--checkpoint-every"), ("chunk", "--chunk"), ("memory", "--memory"))
+                    ("chunk", "--chunk"), ("memory", "--memory"))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -299,18 +303,31 @@ def _train_donor(parser, args, preset) -> int:
         parser.error(f"--multipliers must be non-negative numbers, got {multipliers}")
     out_dir = args.out or f"results/{preset.name}"
     _out_dir(parser, out_dir, args.overwrite)
+    settings = dict(
+        num_seeds=seeds,
+        num_generations=DONOR_DEFAULTS["generations"] if args.generations is None else args.generations,
+        multipliers=multipliers,
+        seed=args.seed,
+        env_options={"schedule": args.schedule or DONOR_DEFAULTS["schedule"], "punishment": bool(args.punishment)},
+    )
+    return _run_donor(parser, args, settings, out_dir)
+
+
+def _run_donor(parser, args, settings: dict, out_dir: str, resume: bool = False) -> int:
+    from socialjax.train.cultural_evolution import Interrupted, run_experiment
+
     with _claimed(parser, out_dir):
-        run_experiment(
-            num_seeds=seeds,
-            num_generations=DONOR_DEFAULTS["generations"] if args.generations is None else args.generations,
-            multipliers=multipliers,
-            out_dir=out_dir,
-            seed=args.seed,
-            env_options={"schedule": args.schedule or DONOR_DEFAULTS["schedule"],
-                         "punishment": bool(args.punishment)},
-            verbose=not args.quiet,
-            overwrite=args.overwrite,
-        )
+        try:
+            run_experiment(**settings, out_dir=out_dir, verbose=not args.quiet, overwrite=args.overwrite,
+                           checkpoint_every=args.checkpoint_every, resume=resume)
+        except Interrupted as stop:
+            if stop.saved:
+                parser.exit(130, f"\nstopped after generation {stop.done} of {stop.total}: the state is saved in "
+                                 f"{out_dir}/resume; continue with: socialjax train --resume {out_dir}\n")
+            parser.exit(130, "\nstopped; nothing was saved (--checkpoint-every K saves the state)\n")
+        except KeyboardInterrupt:
+            parser.exit(130, "\nstopped at once" + (f"; the last checkpoint is in {out_dir}/resume"
+                                                      if args.checkpoint_every else "; nothing was saved") + "\n")
     return 0
 
 
@@ -425,8 +442,14 @@ def _resume(parser: argparse.ArgumentParser, args: argparse.Namespace):
     try:
         checkpoint = results.load_checkpoint(args.resume)
         store.check_writable(Path(args.resume))
+        if checkpoint.meta.get("job") == "donor-evolution":
+            if args.coordinator is not None:
+                parser.error("donor-evolution runs in one process: drop --coordinator, --num-processes, --process-id")
+            settings = {k: checkpoint.meta[k] for k in ("num_seeds", "num_generations", "multipliers", "seed",
+                                                         "env_options")}
+            return _run_donor(parser, args, settings, args.resume, resume=True)
         snapshot = results.restore_snapshot(checkpoint, population.make_train(checkpoint.env, checkpoint.config))
-    except (store.ResultError, store.OutputError) as err:
+    except (store.ResultError, store.OutputError, KeyError) as err:
         parser.error(f"--resume: {err}")
     meta = checkpoint.meta
     if args.checkpoint_every is None:

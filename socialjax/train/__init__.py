@@ -2,11 +2,13 @@
 
 - :class:`TrainConfig` (:mod:`.config`): one frozen dataclass for a whole experiment.
 - :func:`make_train` (:mod:`.population`): ``train(key, hparams=None)``, pure and jittable.
-- :func:`run` (:mod:`.run`): seeds x hyperparameter grid in one call, vmapped and spread over devices.
+- :func:`run` (:mod:`.run`): seeds x hyperparameter grid in one call, vmapped and spread over devices;
+  in segments with a :class:`Snapshot` after each, to checkpoint and resume.
 - :func:`play` (:mod:`.playback`): roll out (and render) a trained population.
 - presets (:mod:`.presets`): named experiments for ``socialjax train``.
 - :func:`save_run` / :func:`load_run` (:mod:`.results`): metrics, config, checkpoint,
-  curves and summary of a run on disk, and back.
+  curves and summary of a run on disk (one transaction, :mod:`.store`), and back;
+  unfinished runs' checkpoints (``save_checkpoint`` / ``load_checkpoint``).
 - :func:`~socialjax.train.results.to_frame` / :func:`~socialjax.train.results.write_csv`
   (:mod:`.tables`): a results folder as one long table (pandas, or CSV).
 - :mod:`.cultural_evolution`: the donor game's cultural evolution (``donor-evolution``).
@@ -16,7 +18,7 @@ from socialjax.train.config import TrainConfig
 from socialjax.train.population import TrainState, make_train
 from socialjax.train.playback import Playback, as_run, play
 from socialjax.train.results import LoadedRun, load_run, save_run
-from socialjax.train.run import RunResult, run, run_keys
+from socialjax.train.run import Interrupted, RunResult, Snapshot, run, run_keys
 
-__all__ = ["LoadedRun", "Playback", "RunResult", "TrainConfig", "TrainState", "as_run", "load_run", "make_train",
-           "play", "run", "run_keys", "save_run"]
+__all__ = ["Interrupted", "LoadedRun", "Playback", "RunResult", "Snapshot", "TrainConfig", "TrainState", "as_run",
+           "load_run", "make_train", "play", "run", "run_keys", "save_run"]

@@ -88,7 +88,10 @@ def make_donor_evolution(
     params: DonorParams | None = None,
     progress: Progress | None = None,
 ) -> Callable[[jax.Array], tuple[jax.Array, dict[str, jax.Array]]]:
-    """Build ``evolve(key) -> (final thetas (N, D+2), metrics)``; see the module docs."""
+    """Build ``evolve(key) -> (final thetas (N, D+2), metrics)``; see the module docs.
+    The same run in segments (how :func:`run_experiment` checkpoints):
+    ``state = evolve.init(key)``, then ``state, m = evolve.generations(state, start,
+    length=K)`` for consecutive segments; ``state["thetas"]`` at the end."""
     if not isinstance(env, DonorGame):
         raise TypeError(f"cultural evolution needs a donor_game environment, got {env!r}")
     if env.action_levels is not None:
@@ -113,15 +116,30 @@ def make_donor_evolution(
         new = truncation_select(key_select, thetas, fitness, num_survivors, config.mutation_std)
         return new, metrics
 
-    def evolve(key: jax.Array):
+    def init(key: jax.Array) -> dict:
+        """The run before its first generation: the random strategies and the key the
+        generations draw from."""
         key_init, key_loop = jax.random.split(key)
-        thetas = ds.random_strategies(key_init, n, env.trace_depth, config.init_weight_scale)
-        gens = jnp.arange(config.num_generations)
-        keys = jax.random.split(key_loop, config.num_generations)
-        # the final selection step is applied too: the returned thetas are the next generation
-        thetas, metrics = jax.lax.scan(generation, thetas, (gens, keys))
-        return thetas, metrics
+        return {"thetas": ds.random_strategies(key_init, n, env.trace_depth, config.init_weight_scale),
+                "key": key_loop}
 
+    def generations(state: dict, start, length: int = config.num_generations):
+        """Generations ``start .. start + length - 1``: ``(state, metrics)``. Generation
+        ``i`` draws its key from the run's key and ``i`` alone, so any split into
+        segments gives the same run."""
+        start = jnp.asarray(start, jnp.int32)
+        keys = jax.random.split(state["key"], config.num_generations)
+        if length != config.num_generations:
+            keys = jax.lax.dynamic_slice_in_dim(keys, start, length)
+        # the final selection step is applied too: the returned thetas are the next generation
+        thetas, metrics = jax.lax.scan(generation, state["thetas"], (start + jnp.arange(length), keys))
+        return {"thetas": thetas, "key": state["key"]}, metrics
+
+    def evolve(key: jax.Array):
+        state, metrics = generations(init(key), 0)
+        return state["thetas"], metrics
+
+    evolve.init, evolve.generations = init, generations
     return evolve
 
 
@@ -134,6 +152,8 @@ def run_experiment(
     env_options: dict | None = None,
     verbose: bool = True,
     overwrite: bool = False,
+    checkpoint_every: int | None = None,
+    resume: bool = False,
 ) -> dict:
     """The README's main job: cultural evolution of parametric donor strategies for
     ``num_seeds`` seeds and each multiplier ``g`` (the paper's ablation), all in one
@@ -144,6 +164,12 @@ def run_experiment(
     to ``out_dir``, whole or not at all (:mod:`socialjax.train.store`; an earlier result
     there is replaced only with ``overwrite=True``, and the folder is checked before
     anything is compiled).
+
+    ``checkpoint_every=K``: the generations run in segments of ``K``, and after each
+    the complete state (strategies, keys, metrics so far) is saved atomically in
+    ``out_dir/resume/``; Ctrl-C stops at the end of the segment under way.
+    ``resume=True`` continues the unfinished run in ``out_dir`` (its settings must be
+    the ones given); the result has the same bits as a run never stopped.
     Returns ``{"metrics": {name: (M, S, G) array}, "multipliers": ..., "seconds": ...}``.
     """
     import json
@@ -162,31 +188,80 @@ def run_experiment(
     mults = np.asarray(multipliers, np.float64)
     if mults.ndim != 1 or mults.size == 0 or not np.all(np.isfinite(mults)):
         raise ValueError(f"multipliers must be a non-empty list of finite numbers, got {multipliers!r}")
-    store.check_out_dir(out_dir, overwrite=overwrite)
+    if checkpoint_every is not None and (isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int)
+                                         or checkpoint_every < 1):
+        raise ValueError(f"checkpoint_every must be a positive int or None, got {checkpoint_every!r}")
+    settings = {"job": "donor-evolution", "num_seeds": num_seeds, "num_generations": num_generations,
+                "multipliers": [float(g) for g in multipliers], "seed": seed, "env_options": dict(env_options or {})}
+    if resume:
+        from socialjax.train import results
+
+        checkpoint = results.load_checkpoint(out_dir)
+        saved = {k: checkpoint.meta.get(k) for k in settings}
+        if saved != json.loads(json.dumps(settings)):
+            raise ValueError(f"{out_dir} holds an unfinished run with other settings: {saved}")
+        checkpoint_every = checkpoint_every or int(checkpoint.meta["segment"])
+    else:
+        store.check_out_dir(out_dir, overwrite=overwrite)
     env = make("donor_game", **(env_options or {}))
     env.default_params.replace(multiplier=mults).validate()  # the vmapped values, checked before compiling
     mults = mults.astype(np.float32)
     config = DonorEvolutionConfig(num_generations=num_generations)
     progress = Progress(num_generations, num_seeds * len(mults), "donor-evolution", _progress_line, enabled=verbose)
 
-    def run(multiplier, key):
+    def evolution(multiplier):
         params = env.default_params.replace(multiplier=multiplier)
-        return make_donor_evolution(env, config, params=params, progress=progress)(key)
+        return make_donor_evolution(env, config, params=params, progress=progress)
+
+    def over_runs(fn, seed_axes, multiplier_axes):  # one run's fn(multiplier, *args) over (multipliers, seeds)
+        seeds = jax.vmap(fn, in_axes=(None, *seed_axes))
+        return jax.jit(jax.vmap(seeds, in_axes=(0, *multiplier_axes)))
 
     base = jax.random.key(seed)
     # each run's key depends only on its seed index, never on its position in the batch
     keys = jax.vmap(lambda s: jax.random.fold_in(base, s))(jnp.arange(num_seeds))
-    batched = jax.jit(jax.vmap(jax.vmap(run, in_axes=(None, 0)), in_axes=(0, None)))
     if verbose:
         print(
             f"donor-evolution: {len(mults)} multipliers x {num_seeds} seeds x {num_generations} generations, "
             f"N={env.num_agents} agents, schedule={env.schedule}, trace depth {env.trace_depth} "
-            f"on {jax.devices()[0].platform}; compiling...",
+            f"on {jax.devices()[0].platform}"
+            + (f", a checkpoint every {checkpoint_every} generations in {out_dir}/resume" if checkpoint_every else "")
+            + "; compiling...",
             flush=True,
         )
     start = time.perf_counter()
-    _, metrics = batched(jnp.asarray(mults), keys)
-    metrics = {k: np.asarray(v) for k, v in jax.block_until_ready(metrics).items()}
+    segment = checkpoint_every or num_generations
+    if resume:
+        done = int(checkpoint.meta["updates_done"])
+        thetas, key_data = checkpoint.leaves
+        state = {"thetas": jnp.asarray(thetas), "key": jax.random.wrap_key_data(jnp.asarray(key_data))}
+        parts = [checkpoint.metrics]
+    else:
+        done, parts = 0, []
+        state = over_runs(lambda m, k: evolution(m).init(k), (0,), (None,))(jnp.asarray(mults), keys)
+    programs = {}
+    from socialjax.train.run import Snapshot, interrupts
+
+    with interrupts(enabled=True, stoppable=num_generations - done > segment) as stop:
+        while done < num_generations:
+            n = min(segment, num_generations - done)
+            if n not in programs:
+                programs[n] = over_runs(lambda m, st, at, n=n: evolution(m).generations(st, at, length=n),
+                                        (0, None), (0, None))
+            state, part = programs[n](jnp.asarray(mults), state, jnp.int32(done))
+            parts.append({k: np.asarray(v) for k, v in part.items()})
+            done += n
+            if done < num_generations and (checkpoint_every or stop.requested):
+                parts = [{k: np.concatenate([p[k] for p in parts], axis=2) for k in parts[0]}]
+                leaves = [np.asarray(state["thetas"]), np.asarray(jax.random.key_data(state["key"]))]
+                if checkpoint_every:
+                    from socialjax.train import results
+
+                    results.save_checkpoint(out_dir, Snapshot(done, leaves, parts[0], 0, None), settings,
+                                            segment=segment)
+                if stop.requested:
+                    raise Interrupted(done, num_generations, out_dir, bool(checkpoint_every))
+    metrics = {k: np.concatenate([p[k] for p in parts], axis=2) for k in parts[0]}
     seconds = time.perf_counter() - start
 
     rows = []
@@ -195,8 +270,7 @@ def run_experiment(
             mean, low, high = mean_ci95(metrics[name][mi])
             for gen in range(num_generations):
                 rows.append((float(g), name, gen + 1, mean[gen], low[gen], high[gen]))
-    meta = {"num_seeds": num_seeds, "num_generations": num_generations, "multipliers": [float(g) for g in multipliers],
-            "seed": seed, "env_options": dict(env_options or {}), "seconds": seconds}
+    meta = {**settings, "seconds": seconds}
 
     def write(folder):
         np.savez(os.path.join(folder, "metrics.npz"), multipliers=mults, **metrics)
@@ -208,12 +282,20 @@ def run_experiment(
             json.dump(meta, fh, indent=2)
         _plot(metrics, mults, os.path.join(folder, "donor_evolution.png"), num_seeds)
 
-    store.write_folder(out_dir, write, kind="donor-evolution", overwrite=overwrite)
+    store.write_folder(out_dir, write, kind="donor-evolution", overwrite=overwrite or resume or bool(checkpoint_every))
     plot_path = os.path.join(out_dir, "donor_evolution.png")
     result = {"metrics": metrics, "multipliers": mults, "seconds": seconds, "plot": plot_path, "out_dir": out_dir}
     if verbose:
         print(format_summary(result))
     return result
+
+
+class Interrupted(Exception):
+    """Raised by :func:`run_experiment` when Ctrl-C stopped it between segments."""
+
+    def __init__(self, done: int, total: int, out_dir: str, saved: bool):
+        super().__init__(f"interrupted after generation {done} of {total}")
+        self.done, self.total, self.out_dir, self.saved = done, total, out_dir, saved
 
 
 def _progress_line(step, values):

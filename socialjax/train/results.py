@@ -117,6 +117,7 @@ def run_meta(config: TrainConfig, env_name: str, env_options: dict, preset: str 
     an unfinished run's ``resume/run.json``)."""
     return {
         "format_version": FORMAT_VERSION,
+        "job": KIND,
         "preset": preset,
         "env": env_name,
         "env_options": dict(env_options),
@@ -304,8 +305,9 @@ def save_checkpoint(out_dir: str | os.PathLike, snapshot, meta: dict, *, segment
 
 @dataclasses.dataclass
 class Checkpoint:
-    """An unfinished run read back by :func:`load_checkpoint`: ``meta`` (``run.json``),
-    the rebuilt ``config`` and ``env``, and the arrays (``state`` leaves in order,
+    """An unfinished run read back by :func:`load_checkpoint`: ``meta`` (``run.json``;
+    ``meta["job"]`` is ``population`` or ``donor-evolution``), the rebuilt ``config``
+    and ``env`` of a population run (``None`` for donor-evolution), and the arrays (``state`` leaves in order,
     ``metrics``) for :func:`restore_snapshot`."""
 
     path: Path
@@ -328,7 +330,9 @@ def load_checkpoint(out_dir: str | os.PathLike) -> Checkpoint:
     folder = out / store.RESUME_DIR
     store.verify(folder, kind="checkpoint")
     meta = _read_json(folder / RUN_FILE)
-    config, env = _rebuild(folder / RUN_FILE, meta)
+    config = env = None  # a donor-evolution run is rebuilt by run_experiment from its settings
+    if meta.get("job", KIND) == KIND:
+        config, env = _rebuild(folder / RUN_FILE, meta)
     arrays = _read_npz(folder / STATE_FILE)
     leaves = [arrays[k] for k in sorted(k for k in arrays if k.startswith("state/"))]
     metrics = {k[len("metrics/"):]: v for k, v in arrays.items() if k.startswith("metrics/")}
@@ -345,6 +349,8 @@ def restore_snapshot(checkpoint: Checkpoint, train):
     from socialjax.train.run import Snapshot, _key_data
 
     meta = checkpoint.meta
+    if checkpoint.config is None:
+        raise store.ResultError(f"{checkpoint.path} holds a {meta.get('job')} run, not a population run")
     R = len(meta["seeds"]) * len(next(iter(checkpoint.config.hparam_grid().values())))
     hp = {k: jnp.float32(v[0]) for k, v in checkpoint.config.hparam_grid().items()}
     shapes = jax.eval_shape(lambda k: jax.tree_util.tree_map(_key_data, train.init(k, hp)), jax.random.key(0))

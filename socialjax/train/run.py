@@ -3,9 +3,13 @@
     result = sj.train.run(env, config, seeds=64)
 
 runs ``train`` for every (grid point, seed) pair. The runs are cut into equal blocks,
-one per device, and every device runs the same single-device program
-``jit(vmap(train))`` on its block (compiled once per device, in parallel threads, and
-dispatched asynchronously, so the devices run at the same time). Each run's key is
+one per device, and every device runs the same single-device programs on its block:
+``jit(vmap(f))`` of the run's stages ``train.init``, ``train.updates`` (all updates, or
+segments of ``segment`` updates) and ``train.finish`` (a lone run unbatched), compiled
+once per device, in parallel threads, and dispatched asynchronously, so the devices run
+at the same time. Between segments the runs can be saved (``on_segment``) and resumed
+(``resume``) with the same bits as a run never cut: init and finish are always calls of
+their own, and update ``i`` draws its key from the run's key and ``i`` alone. Each run's key is
 ``fold_in(key(base_seed), seed)``: it depends on the seed alone, never on the run's
 position in the batch.
 
@@ -227,7 +231,7 @@ def run(
     compile_seconds = time.perf_counter() - start
     multihost = _multihost(layout.devices)
     segments = sum(1 for st in plan if st[1])
-    with _interrupts(enabled=not multihost, stoppable=segments > 1) as stop:
+    with interrupts(enabled=not multihost, stoppable=segments > 1) as stop:
         for st in plan:
             outs = dispatch(programs[st], [(x, hp, np.int32(done)) for x, hp in zip(xs, hps)])
             xs = [o[0] for o in outs]
@@ -591,7 +595,7 @@ class _Stop:
 
 
 @contextlib.contextmanager
-def _interrupts(enabled: bool, stoppable: bool):
+def interrupts(enabled: bool, stoppable: bool):
     """While training: a first Ctrl-C asks to stop at the end of the segment under way
     (when there is a later one), a second (or the first, with no later segment) raises
     ``KeyboardInterrupt`` at once. Only in the main thread of a single process."""

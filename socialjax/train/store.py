@@ -117,7 +117,7 @@ def folder_state(path: Path) -> str:
     ``resume/`` checkpoint) or ``foreign`` (anything else)."""
     if not path.is_dir():
         return "missing"
-    names = {p.name for p in path.iterdir()}
+    names = {p.name for p in path.iterdir() if not _leftover(p.name)}
     if not names:
         return "empty"
     if MANIFEST in names:
@@ -125,6 +125,11 @@ def folder_state(path: Path) -> str:
     if names == {RESUME_DIR}:
         return "unfinished"
     return "foreign"
+
+
+def _leftover(name: str) -> bool:
+    """A hidden temporary that an interrupted write left (``.NAME.tmp-*``, ``.NAME.old-*``)."""
+    return name.startswith(".") and (".tmp-" in name or ".old-" in name)
 
 
 def _kind(path: Path) -> str:
@@ -213,8 +218,14 @@ def write_folder(path: str | os.PathLike, write: Callable[[Path], None], *, kind
 def write_subfolder(path: str | os.PathLike, write: Callable[[Path], None], *, kind: str,
                     info: dict | None = None) -> Path:
     """Like :func:`write_folder`, for a folder that is always replaced (a checkpoint):
-    the new one is complete before the old one goes."""
-    return write_folder(path, write, kind=kind, overwrite=True, info=info)
+    the new one is complete before the old one goes. Leftovers of an earlier killed
+    write of the same folder are removed (the caller holds the job's lock)."""
+    out = Path(path)
+    if out.parent.is_dir():
+        for p in out.parent.glob(f".{out.name}.*-*"):
+            if _leftover(p.name):
+                shutil.rmtree(p, ignore_errors=True)
+    return write_folder(out, write, kind=kind, overwrite=True, info=info)
 
 
 def _swap_in(tmp: Path, out: Path, overwrite: bool) -> None:
@@ -230,10 +241,28 @@ def _swap_in(tmp: Path, out: Path, overwrite: bool) -> None:
     if not overwrite:
         raise OutputError(f"{out} was written by another job while this one ran; pass --overwrite to replace it "
                           "(the new result is not written)")
+    if _exchange(tmp, out):  # one atomic step: tmp now holds the old folder
+        shutil.rmtree(tmp, ignore_errors=True)
+        return
     old = out.parent / f".{out.name}.old-{uuid.uuid4().hex[:8]}"
-    os.rename(out, old)
+    os.rename(out, old)  # a crash between these two renames leaves no folder at `out`
     os.rename(tmp, out)
     shutil.rmtree(old, ignore_errors=True)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths atomically (Linux ``renameat2`` with ``RENAME_EXCHANGE``); False
+    where the system cannot."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    return renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0
 
 
 def seal(folder: Path, kind: str, info: dict | None = None) -> None:

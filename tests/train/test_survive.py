@@ -314,3 +314,55 @@ def test_a_stopped_command_line_run_resumes_with_the_same_bits(how, tmp_path):
         assert_same(resumed.metrics[k], whole.metrics[k], err_msg=k)
     for x, y in zip(leaves(resumed.states), leaves(whole.states), strict=True):
         assert_same(x, y)
+
+
+# ------------------------------------------------------------------------ donor-evolution
+def test_donor_evolution_checkpoints_and_resumes_with_the_same_bits(tmp_path, monkeypatch):
+    """The cultural-evolution job in segments of 2 generations, killed after its first
+    checkpoint, then ``socialjax train --resume``: the same metrics as a run never cut."""
+    from socialjax.train.cultural_evolution import run_experiment
+
+    settings = dict(num_seeds=2, num_generations=5, multipliers=(1.5, 2.0), verbose=False)
+    whole = run_experiment(out_dir=str(tmp_path / "whole"), **settings)
+    save = results.save_checkpoint
+
+    def save_then_die(*args, **kwargs):
+        save(*args, **kwargs)
+        raise RuntimeError("killed")
+
+    monkeypatch.setattr(results, "save_checkpoint", save_then_die)
+    with pytest.raises(RuntimeError, match="killed"):
+        run_experiment(out_dir=str(tmp_path / "cut"), checkpoint_every=2, **settings)
+    monkeypatch.setattr(results, "save_checkpoint", save)
+    assert store.folder_state(tmp_path / "cut") == "unfinished"
+    with pytest.raises(store.ResultError, match="holds a donor-evolution run, not a population run"):
+        checkpoint = results.load_checkpoint(tmp_path / "cut")
+        results.restore_snapshot(checkpoint, None)
+    code, out, err = run_cli(["train", "--resume", str(tmp_path / "cut"), "--quiet"])
+    assert code == 0, err
+    with np.load(tmp_path / "cut" / "metrics.npz") as data:
+        for k, v in whole["metrics"].items():
+            assert_same(data[k], v, err_msg=k)
+    store.verify(tmp_path / "cut", kind="donor-evolution")
+    code, out, err = run_cli(["train", "donor-evolution", "--seeds", "2", "--out", str(tmp_path / "whole"), "--quiet"])
+    assert code == 2 and "already holds a donor-evolution result; pass --overwrite" in err
+
+
+def test_leftovers_of_a_killed_write_are_ignored_and_replacing_is_atomic(tmp_path):
+    """A write killed mid-way leaves a hidden ``.NAME.tmp-*`` folder; it neither makes an
+    unfinished run look foreign nor is read. Replacing a folder swaps it in one step
+    (``renameat2`` exchange on Linux): the old one is gone, and the leftover with it."""
+    out = tmp_path / "run"
+
+    def write(n):
+        return lambda folder: (folder / "a.txt").write_text(str(n))
+
+    store.write_folder(out, lambda tmp: store.write_subfolder(tmp / store.RESUME_DIR, write(1), kind="checkpoint"),
+                       kind=None)
+    (out / ".resume.tmp-0badf00d").mkdir()
+    (out / ".resume.tmp-0badf00d" / "a.txt").write_text("half")
+    assert store.folder_state(out) == "unfinished"
+    store.write_subfolder(out / store.RESUME_DIR, write(2), kind="checkpoint")
+    assert (out / "resume" / "a.txt").read_text() == "2"
+    store.verify(out / "resume", kind="checkpoint")
+    assert sorted(p.name for p in out.iterdir()) == ["resume"]  # the leftover is cleared by the next write
