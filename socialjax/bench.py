@@ -31,8 +31,9 @@ import jax.numpy as jnp
 import socialjax as sj
 
 DEFAULT_BATCH_SIZES = (1, 64, 1024, 16384)
-# Adaptive T: about STEP_BUDGET env-steps per timed call (0.2-1 s on a 2-core CPU for the
-# matrix games), at least MIN_STEPS and at most MAX_STEPS scan steps.
+# Adaptive T: about STEP_BUDGET env-steps per timed call (long enough to time, short enough
+# to sweep many batch sizes; call times in BENCHMARKS.md), at least MIN_STEPS and at most
+# MAX_STEPS scan steps.
 STEP_BUDGET = 2_000_000
 MIN_STEPS, MAX_STEPS = 10, 10_000
 

@@ -8,8 +8,8 @@ own point of view (own action first)::
     [p_first, p_CC, p_CD, p_DC, p_DD]
        0        1     2     3     4      <- observation code (0 = start token)
 
-so ``strategy[code]`` is the probability of cooperating. Spec: institutions.md,
-"Iterated matrix games".
+so ``strategy[code]`` is the probability of cooperating. docs/environments.md
+("Scripted memory-one strategies") lists the named strategies with their sources.
 
 Acting is a pure function usable inside ``jit``/``vmap``/``lax.scan``::
 
@@ -35,7 +35,7 @@ COOPERATE, DEFECT = 0, 1  # the matrix environments' actions
 NUM_CODES = 5  # start token + CC, CD, DC, DD
 
 # Default stage game, (R, S, T, P) for the row player: the prisoner's dilemma
-# (T, R, P, S) = (5, 3, 1, 0) of Axelrod 1984 (spec: institutions.md).
+# (T, R, P, S) = (5, 3, 1, 0) of Axelrod 1984 (ch. 1, Fig. 1).
 PD_PAYOFFS = (3.0, 0.0, 5.0, 1.0)
 
 # Outcome order of the Markov chain, from player 1's point of view (codes 1..4).
@@ -85,7 +85,7 @@ def gtft(R: float = PD_PAYOFFS[0], S: float = PD_PAYOFFS[1], T: float = PD_PAYOF
     """Generous tit-for-tat for the stage game ``(R, S, T, P)`` (default: the PD).
 
     Cooperates first and after the co-player cooperated; after the co-player defected
-    it still cooperates with probability (Nowak & Sigmund 1992; spec)::
+    it still cooperates with probability (Nowak & Sigmund 1992, Nature 355)::
 
         q = min(1 - (T - R) / (R - S), (R - P) / (T - P))
 

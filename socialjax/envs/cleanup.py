@@ -4,7 +4,7 @@
 A public-good game: apples grow in an orchard at a rate that falls as the river gets
 dirtier, and only cleaning the river (which pays nothing) keeps them growing.
 
-Rules, Melting Pot preset (spec: gridworlds.md, "Clean Up"):
+Rules, Melting Pot preset (meltingpot/configs/substrates/clean_up.py; docs/gridworlds.md):
 
 - 7 players, Melting Pot action set (9 actions: ... 7 zap, 8 clean), 11x11 view.
 - +1 for entering a cell with a live apple (the apple is eaten).
@@ -17,8 +17,8 @@ Rules, Melting Pot preset (spec: gridworlds.md, "Clean Up"):
   probability ``dirt_spawn_prob`` (0.5) one uniformly chosen clean potential-dirt cell
   becomes dirty, whatever ``f`` is. Dirt may appear under a player standing on a clean
   river cell; that player can still step off.
-- Dirt blocks movement (static option ``dirt_blocks_movement``, default True as the spec
-  says); clean river (``H``, ``S``, ``~``) is walkable. Note: the Melting Pot config puts
+- Dirt blocks movement (static option ``dirt_blocks_movement``; the default True is our
+  choice); clean river (``H``, ``S``, ``~``) is walkable. Note: the Melting Pot config puts
   avatars (and walls) on the ``superOverlay`` layer and dirt on ``upperPhysical``, which
   reads as dirt *not* blocking avatars there; ``dirt_blocks_movement=False`` gives that.
 - Clean beam (cooldown 2, length 3, radius 1, the zap's footprint): on each ray the first
@@ -74,7 +74,7 @@ from socialjax.envs.grid import engine as E
 from socialjax.envs.grid.base import GridEnv, GridParams
 from socialjax.envs.grid.maps import GridMap, parse_map, tile
 
-# -- maps (spec: gridworlds.md; Melting Pot meltingpot/configs/substrates/clean_up.py) ---
+# -- maps (Melting Pot meltingpot/configs/substrates/clean_up.py, ASCII_MAP) -------------
 MELTINGPOT_MAP = """
 WWWWWWWWWWWWWWWWWWWWWWWWWWWWWW
 WHFFFHFFHFHFHFHFHFHFHHFHFFFHFW
@@ -99,7 +99,7 @@ WBBBBBBBBBBBBBBBBBBBBBBBBBBBBW
 WWWWWWWWWWWWWWWWWWWWWWWWWWWWWW
 """
 
-# SSD cleanup map (spec: gridworlds.md; social_dilemmas/constants.py CLEANUP_MAP)
+# SSD cleanup map (eugenevinitsky/sequential_social_dilemma_games, social_dilemmas/maps.py CLEANUP_MAP)
 SSD_MAP = """
 @@@@@@@@@@@@@@@@@@
 @RRRRRR     BBBBB@

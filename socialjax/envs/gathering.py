@@ -1,7 +1,7 @@
 """Gathering (Leibo et al. 2017, "Multi-agent reinforcement learning in sequential
 social dilemmas"): ``gathering``.
 
-Rules (spec: gridworlds.md):
+Rules (Leibo et al. 2017; docs/gridworlds.md):
 
 - 2 players (static ``num_agents``, up to 6 on this map), +1 for entering a cell with a
   live apple (the apple is collected).

@@ -1,7 +1,8 @@
 """Commons Harvest: ``harvest_open``, ``harvest_closed``, ``harvest_partnership`` (Melting
 Pot 2.0) and ``harvest_ssd`` (the original sequential-social-dilemma Harvest).
 
-Rules (spec: gridworlds.md): +1 for entering a cell with a live apple (the apple is
+Rules (Melting Pot's commons_harvest configs and the SSD code; docs/gridworlds.md):
++1 for entering a cell with a live apple (the apple is
 eaten). Each step an empty apple cell regrows with probability ``regrowth[min(n, 3)]``,
 where ``n`` counts live apples among its neighbours: within Euclidean distance 2 (the 12
 surrounding cells) in Melting Pot; in the 3x3 square in SSD (the original code's radius
@@ -14,9 +15,8 @@ Melting Pot presets: 7 players, agents 0 and 1 start on the inside spawn points
 
 SSD preset: 5 players, fixed 1000 steps, 15x15 centred view, SSD actions; the fire beam
 (length 5, width 3) costs the shooter 1 and each player hit 50, and removes nobody. As
-in the original code, no apple spawns on a cell an agent stands on. Measured here: a
-uniformly random policy collects 290 apples per 1000-step episode (sd 46, 96 episodes),
-against the published 286 (sd 62); without the no-spawn-under-agents rule it was 311.
+in the original code, no apple spawns on a cell an agent stands on (docs/gridworlds.md,
+"Reference behaviour", compares a random policy's apple count with the reference one).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from socialjax.envs.grid import engine as E
 from socialjax.envs.grid.base import GridEnv, GridParams
 from socialjax.envs.grid.maps import parse_map, tile
 
-# -- maps (spec: gridworlds.md, Melting Pot commons_harvest__open / closed / partnership) --
+# -- maps (Melting Pot meltingpot/configs/substrates/commons_harvest__open/closed/partnership.py) --
 OPEN_MAP = """
 WWWWWWWWWWWWWWWWWWWWWWWW
 WAAA    A      A    AAAW
@@ -116,7 +116,8 @@ MELTINGPOT_LEGEND = {
 SSD_LEGEND = {"@": tile(C.WALL), "A": tile(C.APPLE, "apple_cell"), "P": tile(C.FLOOR, "spawn"), " ": tile(C.FLOOR)}
 
 # Regrowth probabilities indexed by min(neighbouring apples, 3) and zap settings
-# (cooldown, length, radius, respawn delay) of the Melting Pot presets (spec table).
+# (cooldown, length, radius, respawn delay) of the Melting Pot presets: each config's
+# REGROWTH_PROBABILITIES and Zapper cooldownTime, beamLength, beamRadius, framesTillRespawn.
 PRESETS = {
     "open": dict(map=OPEN_MAP, regrowth=(0.0, 0.0025, 0.005, 0.025), zap=(2, 3, 1, 4)),
     "closed": dict(map=CLOSED_MAP, regrowth=(0.0, 0.001, 0.005, 0.025), zap=(1, 4, 1, 100)),

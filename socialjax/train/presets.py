@@ -39,8 +39,9 @@ SMALL_SEEDS = 4  # the CNN presets: seeds per run (a mean and a spread; one vmap
 WEIS_ROUNDS = 100
 WEIS_LEARNER_FRACTION = 0.5
 
-# The IPPO Clean Up baseline (spec/training.md; SocialJax, cooperativex/SocialJax
-# algorithms/IPPO/config/ippo_cnn_cleanup.yaml): 1e8 env steps, 256 envs, 1000-step
+# The IPPO Clean Up baseline of SocialJax (Guo et al. 2025, arXiv:2503.14576; repository
+# cooperativex/SocialJax, algorithms/IPPO/config/ippo_base.yaml, which
+# algorithms/IPPO/config/ippo_cnn_cleanup.yaml extends): 1e8 env steps, 256 envs, 1000-step
 # rollouts, lr 5e-4, 2 epochs, clip 0.2, entropy 0.01, gamma 0.99, lambda 0.95,
 # value coefficient 0.5, gradient norm 0.5, 500 minibatches, lr annealed; episodes of
 # 1000 steps (their num_inner_steps).

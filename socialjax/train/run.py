@@ -14,26 +14,21 @@ their own, and update ``i`` draws its key from the run's key and ``i`` alone. Ea
 position in the batch.
 
 Bits. Every device compiles exactly the program a single device would, so a run gives
-the same bits on one device or spread over eight (tests/train/test_run.py checks 1 vs
-3 of 8 fake CPU devices). An earlier version used ``jit(shard_map(vmap(train)))``: XLA
-then optimises the one-device program (JAX inlines the body) differently from the
-partitioned one (it rewrites ``x / constant`` as ``x * (1 / constant)`` in one and not
-the other), and 1 vs 2+ devices differed in the last bits. Within a device, XLA
-compiles a vmapped program differently for different batch sizes, and the float
-results can differ in their last bits. Measured on CPU (PPO vs TFT in the IPD): a run's
-bits were the same at 4, 5, 6 and 8 runs per device, but its learner parameters
-differed at 64 runs per device (its social metrics already at 16), and batches of one
-to three differ again. So a run's bits are fixed by its seed, its config, the backend
-and the number of runs computed together on a device: ``chunk=k`` computes a device's
-runs ``k`` at a time (``lax.map`` over vmapped chunks; the per-device count is padded
-to a multiple of ``k``), every chunk is then the same program, and a run gives the same
-bits alone or in a batch of a thousand (checked at 4, 16 and 64 runs per device).
-``chunk`` costs speed where a wide vmap pays (GPUs); leave it ``None`` for throughput.
-:class:`RunResult` records ``per_device`` and ``chunk``, so a run can be recomputed to
-the bit. Runs are not padded beyond equal blocks (a lone run is computed once, not
-four times), and a batch that does not fill its blocks is padded with copies of its
-last run, which are dropped from the result. Devices that would hold only padding are
-left idle.
+the same bits on one device or spread over eight (tests/train/test_run.py checks 1 vs 3
+of 8 fake CPU devices). Within a device, XLA compiles a vmapped program differently for
+different batch sizes, so float results can differ in their last bits from one batch
+size to another (docs/training.md, "Many runs, many devices", gives the measurements,
+and why one sharded program over all devices was not kept). So a run's bits are fixed by
+its seed, its config, the backend and the number of runs computed together on a device:
+``chunk=k`` computes a device's runs ``k`` at a time (``lax.map`` over vmapped chunks;
+the per-device count is padded to a multiple of ``k``), every chunk is then the same
+program, and a run gives the same bits alone or in a batch of a thousand (checked at 4,
+16 and 64 runs per device). ``chunk`` costs speed where a wide vmap pays (GPUs); leave
+it ``None`` for throughput. :class:`RunResult` records ``per_device`` and ``chunk``, so
+a run can be recomputed to the bit. Runs are not padded beyond equal blocks (a lone run
+is computed once), and a batch that does not fill its blocks is padded with copies of
+its last run, which are dropped from the result. Devices that would hold only padding
+are left idle.
 
 Memory. Before running, the compiled program's memory analysis is compared with what a
 device can hold (its allocator's limit on GPUs and TPUs, the physical memory on the

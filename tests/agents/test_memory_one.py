@@ -27,7 +27,7 @@ from socialjax.agents.memory_one import (
     transition_matrix,
 )
 
-R, S, T, P = 3.0, 0.0, 5.0, 1.0  # the spec's PD: (T, R, P, S) = (5, 3, 1, 0)
+R, S, T, P = 3.0, 0.0, 5.0, 1.0  # the default PD (Axelrod 1984): (T, R, P, S) = (5, 3, 1, 0)
 PD = (R, S, T, P)
 
 

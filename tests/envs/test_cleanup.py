@@ -1,4 +1,4 @@
-"""Clean Up rules (spec: gridworlds.md): maps, apple growth, dirt spawn, the clean beam,
+"""Clean Up rules (docs/gridworlds.md): maps, apple growth, dirt spawn, the clean beam,
 movement on dirt, random-play reference behaviour, bad input.
 
 Rates are measured by calling ``env.update_world`` (jitted once per env, vmapped over
@@ -356,8 +356,9 @@ def test_meltingpot_random_play_grows_no_apples():
     assert fraction.min() > 0.4, fraction.min()  # the river never gets clean enough
 
 
-# SSD Cleanup, 5 random players, 1000 steps. The spec quotes roughly 20-25 apples per
-# episode for the original. Measured here (64 episodes, this seed): 21.9 per episode
+# SSD Cleanup, 5 random players, 1000 steps. The reference value is roughly 20-25 apples
+# per episode for the original (docs/gridworlds.md, "Reference behaviour").
+# Measured here (64 episodes, this seed): 21.9 per episode
 # (sd 10.8, standard error 1.4; waste density min 0.29, mean 0.40: random cleaning keeps
 # the river near the 0.4 threshold, where apples barely grow). The check accepts the
 # quoted band widened by 5 standard errors of the measured mean.

@@ -1,4 +1,5 @@
-"""The environment contract (DESIGN.md), checked for every registered environment.
+"""The environment contract (README.md, "The environment contract"), checked for every
+registered environment.
 
 Each environment runs once as a jitted, vmapped random-action rollout (module-scoped,
 so it compiles once per env), with the params passed as a traced argument of the jitted

@@ -28,7 +28,8 @@ from socialjax.envs.institutions.indirect_reciprocity import (
 
 C, D = 0, 1
 NORM_NAMES = ("image_scoring", "simple_standing", "stern_judging", "shunning")
-# the spec's table: new label for (C to G, D to G, C to B, D to B)
+# the norm table of docs/environments.md (Ohtsuki & Iwasa 2004):
+# new label for (C to G, D to G, C to B, D to B)
 SPEC_TABLE = {
     "image_scoring": (GOOD, BAD, GOOD, BAD),
     "simple_standing": (GOOD, BAD, GOOD, GOOD),
@@ -80,7 +81,7 @@ def test_assessment_table_without_errors(norm, private, handmade_rounds):
     state, (obs, new, reward, done, info) = handmade_rounds[(norm, private)]
     rep = np.asarray(new.reputation)
     assert rep.shape == ((8, 8) if private else (1, 8))
-    # every observer (one, or all eight) assigns the spec's labels to the donors ...
+    # every observer (one, or all eight) assigns the table's labels to the donors ...
     np.testing.assert_array_equal(rep[:, [0, 2, 4, 6]], np.broadcast_to(SPEC_TABLE[norm], (rep.shape[0], 4)))
     # ... and the recipients keep theirs
     np.testing.assert_array_equal(rep[:, [1, 3, 5, 7]], np.broadcast_to([GOOD, GOOD, BAD, BAD], (rep.shape[0], 4)))

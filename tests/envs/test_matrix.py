@@ -1,4 +1,4 @@
-"""Iterated matrix games (spec: institutions.md, "Iterated matrix games").
+"""Iterated matrix games (docs/environments.md, "Iterated matrix games").
 
 Statistical checks use a tolerance of 5 standard errors (two-sided false-alarm rate
 about 6e-7 per check); every seed is fixed, so the tests are deterministic.
@@ -33,7 +33,7 @@ C, D = 0, 1
 CC, CD, DC, DD = 1, 2, 3, 4  # outcome codes, own action first
 JOINT = [(C, C), (C, D), (D, C), (D, D)]
 
-# The spec's numbers, written out independently of the environment's constants.
+# The documented payoffs (docs/environments.md), written out independently of the environment's constants.
 PD = {"R": 3.0, "S": 0.0, "T": 5.0, "P": 1.0}  # (T, R, P, S) = (5, 3, 1, 0)
 CHICKEN = {"R": 3.0, "S": 1.0, "T": 4.0, "P": 0.0}  # (T, R, S, P) = (4, 3, 1, 0)
 STAG_HUNT = {"R": 4.0, "S": 0.0, "T": 3.0, "P": 1.0}  # R=4, T=3, P=1, S=0

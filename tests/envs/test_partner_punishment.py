@@ -1,5 +1,5 @@
-"""Partner selection, reputation and punishment (spec: institutions.md, "Partner
-selection, reputation and punishment"; Dasgupta & Musolesi).
+"""Partner selection, reputation and punishment (Dasgupta & Musolesi; rules and sources
+in docs/environments.md, "Partner selection, reputation and punishment").
 
 Statistical checks allow 5 standard errors (two-sided false-alarm rate about 6e-7 per
 check); every seed is fixed, so the tests are deterministic.
@@ -29,7 +29,7 @@ from socialjax.envs.institutions.partner_punishment import (
 Z = 5.0
 C, D = 0, 1
 N = 5
-# The spec's numbers, written out independently of the module's constants.
+# The documented numbers (docs/environments.md), written out independently of the module's constants.
 PD = {(C, C): (3.0, 3.0), (C, D): (0.0, 4.0), (D, C): (4.0, 0.0), (D, D): (1.0, 1.0)}
 LOSS, JUST, UNJUST, COST = 3.0, 2.0, -10.0, 3.0
 REP_PLAY = {C: 1.0, D: -1.0}

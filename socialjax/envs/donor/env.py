@@ -1,6 +1,6 @@
 """The donor game with reputation traces (``donor_game``; Vallinder & Hughes 2024).
 
-Rules (spec: institutions.md, "Donor game with cultural evolution"):
+Rules (Vallinder & Hughes 2024, arXiv:2412.10270; docs/environments.md, "Donor game"):
 
 - ``N`` agents (static, even; 12 in the paper) start every game with
   ``initial_resources`` (10). Each round every agent is in exactly one pair, as donor or

@@ -29,8 +29,9 @@ DIRECTIONS = np.array([[-1, 0], [0, 1], [1, 0], [0, -1]], np.int32)
 NO_MOVE, FORWARD, RIGHT, BACKWARD, LEFT = -1, 0, 1, 2, 3  # FORWARD..LEFT add to heading
 NO_BEAM, ZAP, CLEAN = 0, 1, 2
 
-# Melting Pot action set (spec: gridworlds.md): 0 no-op, 1 forward, 2 backward, 3 step left,
-# 4 step right, 5 turn left, 6 turn right, 7 zap, 8 clean (Clean Up only).
+# Melting Pot action set (ACTION_SET of meltingpot/configs/substrates/clean_up.py):
+# 0 no-op, 1 forward, 2 backward, 3 step left, 4 step right, 5 turn left, 6 turn right,
+# 7 zap, 8 clean (Clean Up only).
 # Each table maps an action index to (relative move, turn, beam).
 MELTINGPOT_ACTIONS = np.array(
     [

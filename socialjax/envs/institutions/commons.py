@@ -1,7 +1,7 @@
 """Common-pool resources (``commons``): one stock shared by N harvesters, with optional
 institutions (monitoring, sanctions, a voted quota).
 
-Rules (spec: institutions.md, "Common-pool resources"):
+Rules (docs/environments.md, "Common-pool resources", with their sources):
 
 - Each step every agent chooses a harvest *level* ``l in 0 .. L-1`` (static
   ``num_levels`` = L). Its demand is ``d = l / (L - 1) * harvest_cap`` (a fraction of the
@@ -12,7 +12,7 @@ Rules (spec: institutions.md, "Common-pool resources"):
 - Regrowth presets (static ``preset``):
 
   * ``"logistic"`` (a Schaefer fishery): ``S' = clip(S + r S (1 - S/K) - H, 0, K)`` with
-    ``H = sum h``; growth is computed on the stock before the harvest (as in the spec).
+    ``H = sum h``; growth is computed on the stock before the harvest (Schaefer 1954).
   * ``"govsim"`` (GovSim fishery, Piatti et al. 2024): the remainder ``R = S - H``
     doubles, ``S' = min(2 R, K)``; if ``R < collapse_threshold`` (5) the resource
     collapses: the stock is 0 for good (for the rest of the episode; with

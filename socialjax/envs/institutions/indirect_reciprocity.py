@@ -1,7 +1,7 @@
 """Indirect reciprocity under social norms (``indirect_reciprocity``; Nowak & Sigmund
 1998, Ohtsuki & Iwasa 2004).
 
-Rules (spec: institutions.md, "Indirect reciprocity norms"):
+Rules (docs/environments.md, "Indirect reciprocity", with their sources):
 
 - ``N`` agents (static, even, >= 2). Each round they are split into ``N / 2`` random
   donor-recipient pairs: a uniformly random permutation (``top_k`` of uniforms, so no
@@ -76,13 +76,13 @@ from socialjax.core.spaces import Box, Discrete
 
 COOPERATE, DEFECT = 0, 1
 BAD, GOOD = 0, 1
-NUM_AGENTS = 20  # not fixed by the spec; a documented default
-EPISODE_LENGTH = 100  # rounds; not fixed by the spec
-BENEFIT, COST = 1.0, 0.1  # spec: "e.g. b=1, c=0.1"
+NUM_AGENTS = 20  # our default
+EPISODE_LENGTH = 100  # rounds; our default
+BENEFIT, COST = 1.0, 0.1  # b, c of Nowak & Sigmund 1998
 MIN_SCORE, MAX_SCORE = -5, 5  # Nowak & Sigmund 1998: image scores in [-5, 5]
 
 # NORMS[norm][action, recipient label] -> the donor's new label (before assessment error).
-# Rows: action C, D; columns: recipient BAD, GOOD. Ohtsuki & Iwasa 2004 (spec table).
+# Rows: action C, D; columns: recipient BAD, GOOD. Ohtsuki & Iwasa 2004 (second-order norms).
 NORMS = {
     "image_scoring": np.array([[GOOD, GOOD], [BAD, BAD]], np.int32),
     "simple_standing": np.array([[GOOD, GOOD], [GOOD, BAD]], np.int32),
@@ -134,8 +134,8 @@ def strategy_actions(strategy_ids: jax.Array, obs: jax.Array) -> jax.Array:
 
 @struct.dataclass
 class IndirectReciprocityParams(EnvParams):
-    benefit: float = param(BENEFIT, 0.0, None, doc="b, the recipient's gain (spec: e.g. 1)")
-    cost: float = param(COST, 0.0, None, doc="c, the donor's cost (spec: e.g. 0.1)")
+    benefit: float = param(BENEFIT, 0.0, None, doc="b, the recipient's gain (Nowak & Sigmund 1998: 1)")
+    cost: float = param(COST, 0.0, None, doc="c, the donor's cost (Nowak & Sigmund 1998: 0.1)")
     execution_error: float = param(0.0, 0.0, 1.0, doc="e: an intended C becomes D")
     assessment_error: float = param(0.0, 0.0, 1.0, doc="mu: an assigned label flips")
     observation_prob: float = param(1.0, 0.0, 1.0, doc="probability an observer sees a donation")

@@ -1,6 +1,6 @@
 """The lattice prisoner's dilemma (``lattice_pd``; Weng & Lee 2026).
 
-Rules (spec: institutions.md, "Lattice prisoner's dilemma"):
+Rules (Weng & Lee 2026; docs/environments.md, "Lattice prisoner's dilemma"):
 
 - A periodic ``L x L`` grid (static ``size``, 30 by default), one agent per cell:
   ``N = L * L`` agents on the agent axis, row-major (agent ``r * L + c`` sits at row
@@ -37,7 +37,7 @@ from socialjax.core.spaces import Box, Discrete
 
 COOPERATE, DEFECT = 0, 1
 SIZE = 30  # Weng & Lee 2026: a 30 x 30 lattice
-EPISODE_LENGTH = 100  # not fixed by the spec; a documented default
+EPISODE_LENGTH = 100  # our default (the game has no natural end)
 DILEMMA_STRENGTH = 0.2  # Dr; Weng & Lee 2026 sweep Dr in [0.1, 0.4]
 REWARD = 1.0  # R, Weng & Lee 2026
 PUNISHMENT = 0.0  # P, Weng & Lee 2026

@@ -2,8 +2,8 @@
 Musolesi 2023/2025, "Investigating the impact of direct punishment on the emergence of
 cooperation in multi-agent reinforcement learning systems").
 
-Rules (spec: institutions.md, "Partner selection, reputation and punishment"); where
-the spec is silent we follow the authors' released code
+Rules (the paper; docs/environments.md, "Partner selection, reputation and
+punishment"); where the paper is silent we follow the authors' released code
 (github.com/nayanadasgupta/Understanding_Punishment_In_MAS_With_RL):
 
 - ``N`` agents (static ``num_agents``, 5). An episode is ``N`` games of ``R`` rounds
@@ -30,8 +30,8 @@ the spec is silent we follow the authors' released code
   punish that player. A punishment costs the target ``punish_loss`` (3); the punisher
   gets the intrinsic reward ``just_reward`` (+2) if the target defected (just) or
   ``unjust_reward`` (-10) if it cooperated (unjust); with static ``costly=True`` a just
-  punishment also costs the punisher ``punish_cost`` (3) (net -1 with the defaults; the
-  spec charges only just punishments, so an unjust one costs -10 either way).
+  punishment also costs the punisher ``punish_cost`` (3) (net -1 with the defaults; only
+  just punishments are charged, so an unjust one costs -10 either way).
 - Public reputation (reset to 0 each episode; the authors' code keeps it across
   episodes): ``+1`` for playing C, ``-1`` for D, ``+2`` for a just punishment, ``-3``
   for an unjust one (no change for not punishing).
@@ -81,7 +81,7 @@ PD_PAYOFFS = (3.0, 0.0, 4.0, 1.0)
 PUNISH_LOSS = 3.0  # punishment_victim_penalty = -3 (authors' Mechanisms/Punishment.py)
 JUST_REWARD = 2.0  # just_punish_reward = 2
 UNJUST_REWARD = -10.0  # unjust_punish_reward = -10
-PUNISH_COST = 3.0  # costly variant (spec): a just punishment costs the punisher 3
+PUNISH_COST = 3.0  # costly=True: a just punishment costs the punisher 3 (docs/environments.md)
 REP_COOPERATE, REP_DEFECT = 1.0, -1.0  # authors' Mechanisms/Reputation.py
 REP_JUST, REP_UNJUST = 2.0, -3.0
 

@@ -1,7 +1,7 @@
 """Public goods game with punishment (``public_goods``; Fehr & Gaechter 2000, 2002), and
 the sequential variant MAC-SPGG (Liang et al. 2025).
 
-Rules (spec: institutions.md, "Public goods game with punishment"):
+Rules (Fehr & Gaechter 2000, 2002; docs/environments.md, "Public goods game"):
 
 - ``N`` agents (static ``num_agents``) play in groups of ``n`` (static ``group_size``,
   4; ``N`` a multiple of ``n``). Each period every member gets an endowment of ``e``
@@ -39,8 +39,8 @@ Rules (spec: institutions.md, "Public goods game with punishment"):
       u_i = -kappa * s_i^2 + gamma * sum_{j before i} s_j + (rho / n) * sum_j s_j
             - penalty * [sum_j s_j < threshold]
 
-  (zero reward at the other sub-steps). The spec gives no values; the defaults (ours)
-  are ``gamma = 0.5, rho = 2, kappa = 0.025, penalty = 10, threshold = 40``: the
+  (zero reward at the other sub-steps). The defaults are ours, not Liang et al.'s:
+  ``gamma = 0.5, rho = 2, kappa = 0.025, penalty = 10, threshold = 40``: the
   privately best contribution ignoring the threshold is ``rho / (2 n kappa) = 10`` and
   four such contributions just reach the threshold (half of the group's 4 x 20).
 - Episode: ``num_periods`` periods (static, 10), then ``done`` (``terminated``).
@@ -94,7 +94,7 @@ FINE_PER_POINT_2002 = 3.0
 COST_SCHEDULE_2000 = (0.0, 1.0, 2.0, 4.0, 6.0, 9.0, 12.0, 16.0, 20.0, 25.0, 30.0)
 CUT_PER_POINT_2000 = 0.1
 MAX_CUT = 1.0
-# MAC-SPGG (Liang et al. 2025): the spec gives no values; these defaults are ours.
+# MAC-SPGG (Liang et al. 2025): the payoff form is theirs; these default values are ours.
 SEQ_GAMMA = 0.5  # weight on predecessors' contributions
 SEQ_RHO = 2.0  # public-good multiplier, shared as rho / n
 SEQ_KAPPA = 0.025  # convex cost C(s) = kappa * s^2

@@ -1,7 +1,7 @@
 """Iterated matrix games: 2x2 games (``ipd``, ``stag_hunt``, ``chicken``,
 ``matrix_game``) and the N-player game (``nplayer_matrix``).
 
-Rules (spec: institutions.md, "Iterated matrix games"):
+Rules (docs/environments.md, "Iterated matrix games", with their sources):
 
 - Actions: ``0`` = cooperate (C), ``1`` = defect (D). An out-of-range action is treated
   as an intended D (not acting is not cooperating), flagged in
@@ -38,10 +38,10 @@ from socialjax.core.spaces import Box, Discrete
 COOPERATE, DEFECT = 0, 1
 START = 0  # the start token in the observation history
 
-# Default stage games, (R, S, T, P) for the row player; spec: institutions.md.
-PRISONERS_DILEMMA = (3.0, 0.0, 5.0, 1.0)  # (T, R, P, S) = (5, 3, 1, 0), Axelrod 1984
-STAG_HUNT = (4.0, 0.0, 3.0, 1.0)  # R=4, T=3, P=1, S=0
-CHICKEN = (3.0, 1.0, 4.0, 0.0)  # (T, R, S, P) = (4, 3, 1, 0): T > R > S > P
+# Default stage games, (R, S, T, P) for the row player.
+PRISONERS_DILEMMA = (3.0, 0.0, 5.0, 1.0)  # (T, R, P, S) = (5, 3, 1, 0), Axelrod 1984 ch. 1, Fig. 1
+STAG_HUNT = (4.0, 0.0, 3.0, 1.0)  # R=4, T=3, P=1, S=0 (ours: R > T > P > S with small integers)
+CHICKEN = (3.0, 1.0, 4.0, 0.0)  # (T, R, S, P) = (4, 3, 1, 0): T > R > S > P (ours, likewise)
 GAMES = {"prisoners_dilemma": PRISONERS_DILEMMA, "stag_hunt": STAG_HUNT, "chicken": CHICKEN}
 
 
