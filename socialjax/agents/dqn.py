@@ -44,6 +44,7 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
+from socialjax.agents import hparams
 from socialjax.agents.learner import (
     LearnerState,
     Rollout,
@@ -57,16 +58,8 @@ from socialjax.agents.networks import EncoderSpec, QNetwork, compute_dtype, init
 from socialjax.core.spaces import Space
 
 EXPLORATIONS = ("epsilon", "boltzmann")
-HPARAMS = ("lr", "gamma", "max_grad_norm", "eps_start", "eps_end", "eps_decay", "temperature")
-DEFAULT_HPARAMS: dict[str, float] = {
-    "lr": 5e-4,
-    "gamma": 0.99,
-    "max_grad_norm": 10.0,
-    "eps_start": 1.0,
-    "eps_end": 0.05,
-    "eps_decay": 0.5,
-    "temperature": 1.0,
-}
+HPARAMS = hparams.DQN  # read from LearnerState.hparams; declared in socialjax.agents.hparams
+DEFAULT_HPARAMS: dict[str, float] = hparams.defaults(HPARAMS)
 
 
 def epsilon(hparams: dict[str, jax.Array], progress: jax.Array) -> jax.Array:
@@ -213,6 +206,7 @@ class DQNLearner:
         )
         self.recurrent = False
         self.hidden_size = 1
+        self.hparams = HPARAMS
 
     # -- contract ------------------------------------------------------------------
     def init(self, key: jax.Array, hparams: dict[str, Any]) -> LearnerState:
@@ -243,6 +237,11 @@ class DQNLearner:
         """``Q(obs, .)`` ``(B, A)`` for a batch of observations."""
         B = jax.tree_util.tree_leaves(obs)[0].shape[0]
         return self.net.apply(params, init_hidden(self.net, B), obs, jnp.zeros((B,), bool))[1]
+
+    def greedy(self, state: LearnerState, hidden, obs, reset):
+        """``(hidden, action)``: the action of highest Q-value."""
+        hidden, q = self.net.apply(state.params, hidden, obs, reset)
+        return hidden, jnp.argmax(q, axis=-1).astype(jnp.int32)
 
     def act(self, state: LearnerState, hidden, obs, reset, key, progress):
         hidden, q = self.net.apply(state.params, hidden, obs, reset)

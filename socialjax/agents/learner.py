@@ -1,34 +1,55 @@
-"""What a learner is, to the population loop in :mod:`socialjax.train`.
+"""What a learner is, to the population loop in :mod:`socialjax.train`: the
+:class:`Learner` protocol.
 
 A learner is an object with static settings (network, epochs, ...) and pure methods;
 everything that changes lives in a :class:`LearnerState`, one per population member,
-stacked on a leading member axis by the loop (which ``vmap``s every method over it):
-
-- ``init(key, hparams) -> LearnerState``
-- ``act(state, hidden, obs, reset, key, progress) -> (hidden, action, aux)`` for a batch
-  of ``M`` seats: ``obs`` ``(M, ...)``, ``reset`` ``(M,) bool`` (first step of an
-  episode), ``hidden`` ``(M, H)``; ``aux`` is a dict of ``(M,)`` arrays the learner wants
-  back in its rollout (PPO: value and log-probability).
-- ``prepare(state, rollout, hparams) -> dict`` per-step quantities computed before the
-  update (PPO: advantages and value targets), which the loop may reshape across seats
-  (Advantage Alignment) before calling
-- ``update(state, rollout, prepared, key, progress) -> (state, metrics)`` with
-  ``metrics`` a dict of scalars that always includes ``"loss"``.
-
+stacked on a leading member axis by the loop (which ``vmap``s every method over it).
 ``progress`` is the fraction of training done, in ``[0, 1]`` (learning-rate annealing,
 exploration schedules). Numeric hyperparameters are not attributes: they live in
 ``state.hparams`` (a dict of ``()`` float32 arrays), so that they can be vmapped over
-in a sweep and perturbed per member by PBT.
+in a sweep and perturbed per member by PBT; a learner names the ones it reads in
+``hparams`` (declared in :mod:`socialjax.agents.hparams`).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import jax
 import jax.numpy as jnp
 import optax
 from flax import struct
+
+
+@runtime_checkable
+class Learner(Protocol):
+    """The contract the population loop relies on (:class:`~socialjax.agents.ppo.ActorCriticLearner`
+    and :class:`~socialjax.agents.dqn.DQNLearner` keep it). ``M`` seats per call:
+    ``obs`` ``(M, ...)``, ``reset`` ``(M,) bool`` (first step of an episode), ``hidden``
+    ``(M, H)`` with ``H = hidden_size``."""
+
+    hparams: tuple[str, ...]  # the hyperparameters read from state.hparams
+    recurrent: bool
+    hidden_size: int
+
+    def init(self, key: jax.Array, hparams: dict[str, Any]) -> "LearnerState":
+        """A fresh member with these hyperparameters."""
+
+    def act(self, state: "LearnerState", hidden, obs, reset, key: jax.Array, progress) -> tuple[Any, jax.Array, dict]:
+        """``(hidden, action (M,) int32, aux)``: sampled actions; ``aux`` is a dict of
+        ``(M,)`` arrays the learner wants back in its :class:`Rollout` (PPO: value and
+        log-probability)."""
+
+    def greedy(self, state: "LearnerState", hidden, obs, reset) -> tuple[Any, jax.Array]:
+        """``(hidden, action)``: the learner's best action, without exploration."""
+
+    def prepare(self, state: "LearnerState", rollout: "Rollout", hparams=None) -> dict[str, jax.Array]:
+        """Per-step quantities computed before the update (PPO: advantages and value
+        targets), which the loop may mix across seats (Advantage Alignment)."""
+
+    def update(self, state: "LearnerState", rollout: "Rollout", prepared: dict, key: jax.Array,
+               progress) -> tuple["LearnerState", dict[str, jax.Array]]:
+        """One learning step on a rollout; the metrics always include ``"loss"``."""
 
 
 @struct.dataclass

@@ -28,6 +28,7 @@ import distrax
 import jax
 import jax.numpy as jnp
 
+from socialjax.agents import hparams
 from socialjax.agents.learner import (
     LearnerState,
     Rollout,
@@ -41,7 +42,7 @@ from socialjax.agents.networks import ActorCritic, EncoderSpec, compute_dtype, i
 from socialjax.core.spaces import Space
 
 ALGOS = ("ppo", "a2c")
-HPARAMS = ("lr", "gamma", "gae_lambda", "clip_eps", "ent_coef", "vf_coef", "max_grad_norm")
+HPARAMS = hparams.ACTOR_CRITIC  # read from LearnerState.hparams; declared in socialjax.agents.hparams
 
 
 def gae(
@@ -93,6 +94,7 @@ class ActorCriticLearner:
             spec, num_actions, hidden, recurrent, embed_dim, channels, resolve_conv(conv), compute_dtype(precision)
         )
         self.recurrent = recurrent
+        self.hparams = HPARAMS
         self.update_epochs = 1 if algo == "a2c" else int(update_epochs)
         self.num_minibatches = 1 if algo == "a2c" else int(num_minibatches)
         self.anneal_lr = bool(anneal_lr)
@@ -109,6 +111,11 @@ class ActorCriticLearner:
         pi = distrax.Categorical(logits=logits)
         action = pi.sample(seed=key)
         return hidden, action.astype(jnp.int32), {"value": value, "logp": pi.log_prob(action)}
+
+    def greedy(self, state: LearnerState, hidden, obs, reset):
+        """``(hidden, action)``: the most likely action of the policy."""
+        hidden, (logits, _) = self.net.apply(state.params, hidden, obs, reset)
+        return hidden, jnp.argmax(logits, axis=-1).astype(jnp.int32)
 
     def values(self, state: LearnerState, hidden, obs, reset) -> jax.Array:
         return self.net.apply(state.params, hidden, obs, reset)[1][1]

@@ -58,6 +58,25 @@ class Scripted:
     act: Callable[[jax.Array, Any, Any], jax.Array]
 
 
+def scripted_actions(members, first: int, seat_member: jax.Array, slots, obs, key: jax.Array,
+                     actions: jax.Array) -> jax.Array:
+    """``actions`` with every seat held by a scripted member replaced by that member's
+    action. ``members`` are population members ``first, first + 1, ...``;
+    ``seat_member`` ``(B,)`` names each seat's member; ``slots`` holds each member's
+    per-seat parameters and ``obs`` ``(B, ...)`` the seats' observations. Every member
+    acts on every seat (one batched call each) and ``where`` keeps its own seats."""
+    for s, (member, k) in enumerate(zip(members, jax.random.split(key, max(len(members), 1)))):
+        actions = jnp.where(seat_member == first + s, member.act(k, slots[s], obs), actions)
+    return actions
+
+
+def raw_reward(info, reward: jax.Array) -> jax.Array:
+    """The environment's own reward: ``info["raw_reward"]`` when a reward-shaping
+    wrapper (:mod:`socialjax.agents.shaping`) changed the learners' reward, else
+    ``reward``. Metrics and returns are reported on it."""
+    return info.get("raw_reward", reward) if isinstance(info, dict) else reward
+
+
 def scripted_names(env) -> tuple[str, ...]:
     """The scripted members available for ``env``."""
     names = list(GENERIC)

@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from socialjax.agents import hparams as hp
+
 from socialjax.core.params import parse_bool
 
 ALGOS = ("ppo", "a2c", "dqn")
@@ -34,10 +36,11 @@ PRECISIONS = ("float32", "bfloat16")
 SEATINGS = ("independent", "shared", "grouped", "random", "fixed")
 SELECTIONS = ("none", "truncation", "pbt", "imitate")
 
-# Hyperparameters each learner reads from its state (and that may be arrays).
-ACTOR_CRITIC_HPARAMS = ("lr", "gamma", "gae_lambda", "clip_eps", "ent_coef", "vf_coef", "max_grad_norm")
-DQN_HPARAMS = ("lr", "gamma", "max_grad_norm", "eps_start", "eps_end", "eps_decay", "temperature")
-LOOP_HPARAMS = ("aa_beta",)
+# Hyperparameters each learner reads from its state (and that may be arrays), declared
+# with their defaults and ranges in socialjax.agents.hparams.
+ACTOR_CRITIC_HPARAMS = hp.ACTOR_CRITIC
+DQN_HPARAMS = hp.DQN
+LOOP_HPARAMS = hp.LOOP
 SWEEPABLE = tuple(dict.fromkeys(ACTOR_CRITIC_HPARAMS + DQN_HPARAMS + LOOP_HPARAMS))
 
 
@@ -67,19 +70,19 @@ class TrainConfig:
     num_minibatches: int = 4
     anneal_lr: bool = True
     # hyperparameters (float, or a sequence of floats to sweep) -----------------------
-    lr: Any = 2.5e-4
-    gamma: Any = 0.99
-    gae_lambda: Any = 0.95
-    clip_eps: Any = 0.2
-    ent_coef: Any = 0.01
-    vf_coef: Any = 0.5
-    max_grad_norm: Any = 0.5
-    aa_beta: Any = 0.0  # Advantage Alignment strength (PPO/A2C); 0 = off
+    lr: Any = hp.HPARAMS["lr"].default
+    gamma: Any = hp.HPARAMS["gamma"].default
+    gae_lambda: Any = hp.HPARAMS["gae_lambda"].default
+    clip_eps: Any = hp.HPARAMS["clip_eps"].default
+    ent_coef: Any = hp.HPARAMS["ent_coef"].default
+    vf_coef: Any = hp.HPARAMS["vf_coef"].default
+    max_grad_norm: Any = hp.HPARAMS["max_grad_norm"].default
+    aa_beta: Any = hp.HPARAMS["aa_beta"].default  # Advantage Alignment strength (PPO/A2C); 0 = off
     # DQN ------------------------------------------------------------------------------
-    eps_start: Any = 1.0
-    eps_end: Any = 0.05
-    eps_decay: Any = 0.5  # fraction of training over which epsilon decays linearly
-    temperature: Any = 1.0  # Boltzmann exploration
+    eps_start: Any = hp.HPARAMS["eps_start"].default
+    eps_end: Any = hp.HPARAMS["eps_end"].default
+    eps_decay: Any = hp.HPARAMS["eps_decay"].default  # fraction of training over which epsilon decays linearly
+    temperature: Any = hp.HPARAMS["temperature"].default  # Boltzmann exploration
     exploration: str = "epsilon"  # epsilon | boltzmann
     buffer_rollouts: int = 8
     dqn_updates: int = 4  # gradient steps per rollout
@@ -179,14 +182,8 @@ class TrainConfig:
             if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 0:
                 raise ValueError(f"{name} must be an int >= 0, got {v!r}")
         grid = self.hparam_grid()
-        for name, lo, hi in (("lr", 0, None), ("gamma", 0, 1), ("gae_lambda", 0, 1), ("clip_eps", 0, None),
-                             ("ent_coef", 0, None), ("vf_coef", 0, None), ("max_grad_norm", 0, None),
-                             ("eps_start", 0, 1), ("eps_end", 0, 1), ("eps_decay", 0, 1), ("temperature", 0, None)):
-            v = grid[name]
-            if not np.all(np.isfinite(v)) or np.any(v < lo) or (hi is not None and np.any(v > hi)):
-                raise ValueError(f"{name} must lie in [{lo}, {hi if hi is not None else 'inf'}), got {getattr(self, name)!r}")
-        if not np.all(np.isfinite(grid["aa_beta"])):
-            raise ValueError(f"aa_beta must be finite, got {self.aa_beta!r}")
+        for name in SWEEPABLE:  # finite and in the declared range (socialjax.agents.hparams)
+            hp.HPARAMS[name].check(name, getattr(self, name))
         if not _finite(self.select_frac) or not 0.0 < self.select_frac <= 1.0:
             raise ValueError(f"select_frac must be in (0, 1], got {self.select_frac!r}")
         if not _finite(self.mutation_std) or self.mutation_std < 0:

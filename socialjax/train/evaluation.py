@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from socialjax import metrics as social
-from socialjax.agents.scripted import make_scripted
+from socialjax.agents.scripted import make_scripted, raw_reward, scripted_actions
 from socialjax.train.config import TrainConfig
 
 SOCIAL_KEYS = ("collective_return", "efficiency", "equality", "sustainability", "peace")
@@ -66,12 +66,11 @@ def make_evaluator(env, params, config: TrainConfig, learner, num_learners: int,
             )
             actions = jnp.swapaxes(act, 0, 1).reshape(-1)
             obs_flat = jax.tree_util.tree_map(lambda x: x.reshape(Ee * N, *x.shape[2:]), obs)
-            for s, (m, k) in enumerate(zip(members, jax.random.split(key_script, max(len(members), 1)))):
-                actions = jnp.where(seat_of == L + s, m.act(k, slots[s], obs_flat), actions)
+            actions = scripted_actions(members, L, seat_of, slots, obs_flat, key_script, actions)
             obs, state, reward, done, info = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
                 jax.random.split(key_env, Ee), state, actions.reshape(Ee, N), params
             )
-            raw = info.get("raw_reward", reward)
+            raw = raw_reward(info, reward)
             acc, last, ended = jax.vmap(social.update)(acc, raw, done, info)
             for_metric = {k: jnp.where(ended & jnp.isfinite(last[k]), last[k], 0.0).sum() for k in SOCIAL_KEYS}
             n_metric = {k: (ended & jnp.isfinite(last[k])).sum() for k in SOCIAL_KEYS}

@@ -24,6 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from socialjax.agents.scripted import raw_reward, scripted_actions
 from socialjax.viz.video import _render, can_render
 
 
@@ -125,9 +126,7 @@ def _play(train, learners, key, row, params, num_steps: int, render: bool, greed
         """One seat's learner on a batch of one observation."""
         o1 = jax.tree_util.tree_map(lambda x: x[None], o)
         if greedy:
-            h, out = learner.net.apply(st.params, h, o1, r)
-            logits = out[0] if isinstance(out, tuple) else out
-            return h, jnp.argmax(logits, axis=-1).astype(jnp.int32)
+            return learner.greedy(st, h, o1, r)
         h, a, _ = learner.act(st, h, o1, r, k, 1.0)
         return h, a
 
@@ -136,10 +135,9 @@ def _play(train, learners, key, row, params, num_steps: int, render: bool, greed
         key_act, key_script, key_env = jax.random.split(key_t, 3)
         hidden, act = jax.vmap(act_one)(seat_states, hidden, obs, reset, jax.random.split(key_act, N))
         actions = act[:, 0]
-        for s, (m, k) in enumerate(zip(scripted, jax.random.split(key_script, max(len(scripted), 1)))):
-            actions = jnp.where(row == L + s, m.act(k, slots[s], obs), actions)
+        actions = scripted_actions(scripted, L, row, slots, obs, key_script, actions)
         obs, state, reward, done, info = env.step(key_env, state, actions, params)
-        raw = info.get("raw_reward", reward) if isinstance(info, dict) else reward
+        raw = raw_reward(info, reward)
         frame = _render(env, state) if render else None
         reset = jnp.broadcast_to(done, (N, 1))
         return (obs, state, hidden, reset), (raw, actions, done, frame)

@@ -30,10 +30,10 @@ import numpy as np
 from flax import struct
 
 from socialjax import metrics as social
-from socialjax.agents.learner import LearnerState, Rollout
+from socialjax.agents.learner import Learner, LearnerState, Rollout
 from socialjax.agents.networks import encoder_spec, resolve_conv
 from socialjax.agents.ppo import ActorCriticLearner, advantage_alignment
-from socialjax.agents.scripted import Scripted, make_scripted
+from socialjax.agents.scripted import Scripted, make_scripted, raw_reward, scripted_actions
 from socialjax.core.spaces import Discrete
 from socialjax.train.config import TrainConfig
 from socialjax.train.progress import Progress
@@ -53,7 +53,7 @@ class TrainState:
     halted: jax.Array  # () bool
 
 
-def make_learner(env, config: TrainConfig, seats_per_learner: int, params=None):
+def make_learner(env, config: TrainConfig, seats_per_learner: int, params=None) -> Learner:
     """The learner object for ``config.algo`` on ``env``'s observation and action spaces.
     ``config.conv="auto"`` is resolved for ``jax.default_backend()`` (patch convolutions on
     the CPU, XLA's elsewhere)."""
@@ -137,7 +137,7 @@ def make_train(env, config: TrainConfig, params=None, progress: Progress | None 
     def init(key: jax.Array, hparams: dict[str, Any] | None = None) -> dict[str, Any]:
         """The run's state before its first update (``train.updates`` carries it on)."""
         h = resolve(hparams)
-        member_h = {k: jnp.broadcast_to(h[k], (L,)) for k in hp_names if k in learner_hparams(config)}
+        member_h = {k: jnp.broadcast_to(h[k], (L,)) for k in hp_names if k in learner.hparams}
         key, key_init, key_seat, key_env = jax.random.split(key, 4)
         states = jax.vmap(learner.init)(jax.random.split(key_init, L), member_h)
         seating = _seat(plan, scripted, key_seat)
@@ -300,12 +300,11 @@ def _rollout(env, params, learner, scripted, plan: SeatPlan, states, seating, ga
         )
         actions = seats.scatter(jnp.zeros((E * N,), jnp.int32), act_l)
         obs_flat = jax.tree_util.tree_map(_flat, games["obs"])
-        for s, (member, k) in enumerate(zip(scripted, jax.random.split(key_script, max(len(scripted), 1)))):
-            actions = jnp.where(assign == L + s, member.act(k, seating["slots"][s], obs_flat), actions)
+        actions = scripted_actions(scripted, L, assign, seating["slots"], obs_flat, key_script, actions)
         obs, state, reward, done, info = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
             jax.random.split(key_env, E), games["state"], actions.reshape(E, N), params
         )
-        raw = info.get("raw_reward", reward) if isinstance(info, dict) else reward
+        raw = raw_reward(info, reward)
         acc, last, ended = jax.vmap(social.update)(games["acc"], raw, done, info)
         ep_return = games["ep_return"] + raw
         seat_done = jnp.broadcast_to(done[:, None], (E, N))

@@ -24,9 +24,8 @@ import math
 import jax
 import jax.numpy as jnp
 
+from socialjax.agents.hparams import PROBABILITIES
 from socialjax.train.config import TrainConfig
-
-PROBABILITIES = ("gamma", "gae_lambda", "eps_start", "eps_end", "eps_decay")
 
 
 def select(config: TrainConfig, states, fitness: jax.Array, key: jax.Array):

@@ -12,6 +12,9 @@ import numpy as np
 import pytest
 
 from socialjax.agents.dqn import DEFAULT_HPARAMS, HPARAMS, DQNLearner, epsilon, n_step_targets
+
+# the values these tests were written with (a DQN-typical step size and gradient clip)
+DQN_HPARAMS = {**DEFAULT_HPARAMS, "lr": 5e-4, "max_grad_norm": 10.0}
 from socialjax.agents.learner import Rollout, as_hparams
 from socialjax.agents.networks import encoder_spec
 from socialjax.core.spaces import Box
@@ -65,7 +68,7 @@ def small():
     """One learner, its initial state, and compiled methods shared by the tests below.
     ``update`` is vmapped over ``P`` members, as the population loop calls it."""
     learner = make(buffer_rollouts=3, target_update_every=2, n_step=2)
-    state = jax.jit(learner.init)(jax.random.key(0), DEFAULT_HPARAMS)
+    state = jax.jit(learner.init)(jax.random.key(0), DQN_HPARAMS)
     fns = {
         "update": jax.jit(jax.vmap(learner.update, in_axes=(0, 0, None, 0, None))),
         "act": jax.jit(learner.act),
@@ -174,7 +177,7 @@ def test_buffer_wraps_around(small):
 
 # --------------------------------------------------------------------- exploration
 def test_epsilon_schedule():
-    h = as_hparams(DEFAULT_HPARAMS)
+    h = as_hparams(DQN_HPARAMS)
     assert set(HPARAMS) == set(DEFAULT_HPARAMS)
     np.testing.assert_allclose(epsilon(h, 0.0), 1.0)
     np.testing.assert_allclose(epsilon(h, 0.25), 0.525, rtol=1e-6)  # half way through the decay
@@ -292,7 +295,7 @@ def test_learns_two_armed_bandit():
 
     @jax.jit
     def train(key):
-        state = learner.init(key, {**DEFAULT_HPARAMS, "lr": 3e-3})
+        state = learner.init(key, {**DQN_HPARAMS, "lr": 3e-3})
         state, metrics = jax.lax.scan(iteration, state, jnp.arange(steps))
         return learner.q_values(state.params, obs), metrics
 

@@ -1,0 +1,77 @@
+"""Numeric hyperparameters, declared once: default, closed range, and whether the value
+is a probability (a discount, a trace weight or an exploration rate, kept in ``[0, 1]``
+when PBT perturbs it).
+
+Each learner names the ones it reads (:data:`ACTOR_CRITIC`, :data:`DQN`); the population
+loop reads :data:`LOOP`. :class:`~socialjax.train.TrainConfig` takes its defaults and
+checks from here, sweeps and PBT act on these names, and ``socialjax train --set`` accepts
+them. A learner reads them from ``LearnerState.hparams`` (not attributes), so that they can
+be vmapped over and perturbed per member.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+
+@dataclasses.dataclass(frozen=True)
+class HParam:
+    """A numeric hyperparameter: ``default``, the closed range ``[low, high]`` (``None``:
+    unbounded) and ``probability`` (PBT keeps it in ``[0, 1]``)."""
+
+    default: float
+    low: float | None = 0.0
+    high: float | None = None
+    probability: bool = False
+    doc: str = ""
+
+    def check(self, name: str, values) -> None:
+        """Raise ``ValueError`` naming ``name`` unless every value is finite and in range."""
+        v = np.asarray(values, np.float64)
+        bad = ~np.isfinite(v)
+        if self.low is not None:
+            bad |= v < self.low
+        if self.high is not None:
+            bad |= v > self.high
+        if np.any(bad):
+            low = "-inf" if self.low is None else f"{self.low:g}"
+            high = "inf" if self.high is None else f"{self.high:g}"
+            raise ValueError(f"{name} must be a finite number in [{low}, {high}], got {_show(values)}")
+
+
+def _show(values):
+    v = np.asarray(values)
+    return repr(v.item()) if v.ndim == 0 else repr(v.tolist())
+
+
+# Actor-critic defaults: Adam 2.5e-4, gamma 0.99, lambda 0.95 and entropy weight 0.01 as in
+# Schulman et al. 2017 (PPO, Table 5, Atari); clip 0.2, value weight 0.5 and a global
+# gradient-norm clip of 0.5 as in the CleanRL and PureJaxRL PPO baselines. DQN takes the
+# same lr, gamma and clip unless a config says otherwise.
+HPARAMS: dict[str, HParam] = {
+    "lr": HParam(2.5e-4, doc="Adam step size (annealed to 0 with anneal_lr)"),
+    "gamma": HParam(0.99, 0.0, 1.0, probability=True, doc="discount"),
+    "gae_lambda": HParam(0.95, 0.0, 1.0, probability=True, doc="GAE trace weight"),
+    "clip_eps": HParam(0.2, doc="PPO ratio clip"),
+    "ent_coef": HParam(0.01, doc="entropy bonus weight"),
+    "vf_coef": HParam(0.5, doc="value loss weight"),
+    "max_grad_norm": HParam(0.5, doc="global gradient-norm clip"),
+    "eps_start": HParam(1.0, 0.0, 1.0, probability=True, doc="DQN: epsilon at the start"),
+    "eps_end": HParam(0.05, 0.0, 1.0, probability=True, doc="DQN: epsilon at the end of the decay"),
+    "eps_decay": HParam(0.5, 0.0, 1.0, probability=True, doc="DQN: share of training over which epsilon decays"),
+    "temperature": HParam(1.0, doc="DQN: Boltzmann exploration temperature"),
+    "aa_beta": HParam(0.0, None, None, doc="Advantage Alignment strength (actor-critic); 0 = off"),
+}
+
+ACTOR_CRITIC = ("lr", "gamma", "gae_lambda", "clip_eps", "ent_coef", "vf_coef", "max_grad_norm")
+DQN = ("lr", "gamma", "max_grad_norm", "eps_start", "eps_end", "eps_decay", "temperature")
+LOOP = ("aa_beta",)
+PROBABILITIES = tuple(name for name, hp in HPARAMS.items() if hp.probability)
+
+
+def defaults(names) -> dict[str, float]:
+    """``{name: default}`` for ``names``."""
+    return {name: HPARAMS[name].default for name in names}
+
