@@ -412,10 +412,10 @@ def train_preset(parser: argparse.ArgumentParser, args: argparse.Namespace, pres
         env = preset.make_env(**dict(args.env_options))
     except (ValueError, TypeError) as err:
         parser.error(f"{preset.name}: {err}")
-    from socialjax.train import population
+    from socialjax.train.seating import make_plan
 
-    try:  # the population against the seats, the batch sizes: errors before compiling
-        population.make_train(env, config)
+    try:  # the population against the seats, without building the loop (run() builds it once)
+        make_plan(config, env.num_agents)
     except (ValueError, TypeError) as err:
         parser.error(f"{preset.name}: {err}")
     seeds = preset.seeds if args.seeds is None else args.seeds
@@ -502,6 +502,8 @@ def run_job(parser, args, job: dict, out_dir: str, *, chunk=None, memory=None, r
             result = run(job["env"], config, seeds=np.asarray(job["seeds"]), base_seed=job["base_seed"],
                          progress=not args.quiet, label=name, chunk=chunk, memory=memory_bytes, segment=every,
                          on_segment=checkpoint if every else None, resume=resume)
+        except (ValueError, TypeError) as err:  # the population against the seats, the batch sizes: before compiling
+            parser.error(f"{name}: {err}")
         except MemoryError as err:  # raised after compiling, before anything ran
             parser.exit(1, f"socialjax train {name}: {err}\n")
         except Interrupted as stop:
