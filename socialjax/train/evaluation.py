@@ -26,7 +26,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from socialjax import metrics as social
-from socialjax.agents.scripted import make_scripted, raw_reward, scripted_actions
+from socialjax.agents.scripted import make_scripted
+from socialjax.train import seated
 from socialjax.train.config import TrainConfig
 
 SOCIAL_KEYS = ("collective_return", "efficiency", "equality", "sustainability", "peace")
@@ -47,41 +48,28 @@ def make_evaluator(env, params, config: TrainConfig, learner, num_learners: int,
 
     def play(states, row, key):
         """One scenario: ``row`` ``(N,) int32`` member per seat."""
-        learner_row = jnp.clip(row, 0, L - 1)
-        seat_states = jax.tree_util.tree_map(lambda x: x[learner_row], states)  # (N, ...)
+        seat_states = seated.seat_learners(states, row, L)
         key_reset, key_slots, key_run = jax.random.split(key, 3)
         obs, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(key_reset, Ee), params)
         slots = tuple(m.init_slot(k, Ee * N) for m, k in zip(members, jax.random.split(key_slots, max(len(members), 1))))
-        hidden = jnp.zeros((N, Ee, learner.hidden_size), jnp.float32)
-        reset = jnp.ones((N, Ee), bool)
         acc = jax.vmap(lambda _: social.init(N, event_keys))(jnp.arange(Ee))
-        seat_of = jnp.broadcast_to(row, (Ee, N)).reshape(-1)
 
         def step(carry, key):
-            obs, state, hidden, reset, acc, total, sums, counts = carry
+            games, acc, total, sums, counts = carry
             key_act, key_script, key_env = jax.random.split(key, 3)
-            obs_seat = jax.tree_util.tree_map(lambda x: jnp.swapaxes(x, 0, 1), obs)  # (N, Ee, ...)
-            hidden, act, _ = jax.vmap(learner.act, in_axes=(0, 0, 0, 0, 0, None))(
-                seat_states, hidden, obs_seat, reset, jax.random.split(key_act, N), 1.0
-            )
-            actions = jnp.swapaxes(act, 0, 1).reshape(-1)
-            obs_flat = jax.tree_util.tree_map(lambda x: x.reshape(Ee * N, *x.shape[2:]), obs)
-            actions = scripted_actions(members, L, seat_of, slots, obs_flat, key_script, actions)
-            obs, state, reward, done, info = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
-                jax.random.split(key_env, Ee), state, actions.reshape(Ee, N), params
-            )
-            raw = raw_reward(info, reward)
+            games, (raw, _, done, info) = seated.step(env, params, learner, members, L, seat_states, row, slots, games,
+                                                      key_act, key_script, jax.random.split(key_env, Ee))
             acc, last, ended = jax.vmap(social.update)(acc, raw, done, info)
             for_metric = {k: jnp.where(ended & jnp.isfinite(last[k]), last[k], 0.0).sum() for k in SOCIAL_KEYS}
             n_metric = {k: (ended & jnp.isfinite(last[k])).sum() for k in SOCIAL_KEYS}
             sums = {k: sums[k] + for_metric[k] for k in SOCIAL_KEYS}
             counts = {k: counts[k] + n_metric[k] for k in SOCIAL_KEYS}
-            reset = jnp.broadcast_to(done[None, :], (N, Ee))
-            return (obs, state, hidden, reset, acc, total + raw.sum(axis=0), sums, counts), None
+            return (games, acc, total + raw.sum(axis=0), sums, counts), None
 
         zeros = {k: jnp.zeros((), jnp.float32) for k in SOCIAL_KEYS}
-        init = (obs, state, hidden, reset, acc, jnp.zeros((N,), jnp.float32), zeros, {k: jnp.zeros((), jnp.int32) for k in SOCIAL_KEYS})
-        (_, _, _, _, _, total, sums, counts), _ = jax.lax.scan(step, init, jax.random.split(key_run, Te))
+        init = (seated.start(obs, state, N, learner.hidden_size), acc, jnp.zeros((N,), jnp.float32), zeros,
+                {k: jnp.zeros((), jnp.int32) for k in SOCIAL_KEYS})
+        (_, _, total, sums, counts), _ = jax.lax.scan(step, init, jax.random.split(key_run, Te))
         rate = total / (Ee * Te)  # (N,) reward per step per seat
         metrics = {k: sums[k] / jnp.where(counts[k] > 0, counts[k], jnp.nan) for k in SOCIAL_KEYS}
         return rate, metrics

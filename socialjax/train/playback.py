@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from socialjax.agents.scripted import raw_reward, scripted_actions
+from socialjax.train import seated
 from socialjax.viz.video import _render, can_render
 
 
@@ -115,37 +115,22 @@ def play(
 def _play(train, learners, key, row, params, num_steps: int, render: bool, greedy: bool):
     env, learner, scripted = train.env, train.learner, train.scripted
     N, L = env.num_agents, train.plan.num_learners
-    seat_states = jax.tree_util.tree_map(lambda x: x[jnp.clip(row, 0, L - 1)], learners)  # (N, ...)
+    seat_states = seated.seat_learners(learners, row, L)
     key_reset, key_slots, key_run = jax.random.split(key, 3)
     obs, state = env.reset(key_reset, params)
     slots = tuple(m.init_slot(k, N) for m, k in zip(scripted, jax.random.split(key_slots, max(len(scripted), 1))))
-    hidden = jnp.zeros((N, 1, learner.hidden_size), jnp.float32)
-    reset = jnp.ones((N, 1), bool)
-
-    def act_one(st, h, o, r, k):
-        """One seat's learner on a batch of one observation."""
-        o1 = jax.tree_util.tree_map(lambda x: x[None], o)
-        if greedy:
-            return learner.greedy(st, h, o1, r)
-        h, a, _ = learner.act(st, h, o1, r, k, 1.0)
-        return h, a
-
-    def step(carry, key_t):
-        obs, state, hidden, reset = carry
-        key_act, key_script, key_env = jax.random.split(key_t, 3)
-        hidden, act = jax.vmap(act_one)(seat_states, hidden, obs, reset, jax.random.split(key_act, N))
-        actions = act[:, 0]
-        actions = scripted_actions(scripted, L, row, slots, obs, key_script, actions)
-        obs, state, reward, done, info = env.step(key_env, state, actions, params)
-        raw = raw_reward(info, reward)
-        frame = _render(env, state) if render else None
-        reset = jnp.broadcast_to(done, (N, 1))
-        return (obs, state, hidden, reset), (raw, actions, done, frame)
-
+    one = lambda x: x[None]  # noqa: E731  (a batch of one game)
     first = _render(env, state)[None] if render else None
-    _, (rewards, actions, dones, frames) = jax.lax.scan(
-        step, (obs, state, hidden, reset), jax.random.split(key_run, num_steps)
-    )
+
+    def step(games, key_t):
+        key_act, key_script, key_env = jax.random.split(key_t, 3)
+        games, (raw, actions, done, _) = seated.step(env, params, learner, scripted, L, seat_states, row, slots, games,
+                                                     key_act, key_script, key_env[None], greedy=greedy)
+        frame = _render(env, jax.tree_util.tree_map(lambda x: x[0], games.state)) if render else None
+        return games, (raw[0], actions[0], done[0], frame)
+
+    games = seated.start(jax.tree_util.tree_map(one, obs), jax.tree_util.tree_map(one, state), N, learner.hidden_size)
+    _, (rewards, actions, dones, frames) = jax.lax.scan(step, games, jax.random.split(key_run, num_steps))
     if render:
         frames = jnp.concatenate([first, frames])
     return rewards, actions, dones, frames
