@@ -289,8 +289,6 @@ def _out_dir(parser: argparse.ArgumentParser, path: str, overwrite: bool, resume
 
 
 def _train_donor(parser, args, preset) -> int:
-    from socialjax.train.cultural_evolution import run_experiment
-
     given = [flag for dest, flag in POPULATION_FLAGS if getattr(args, dest)]
     if given:
         parser.error(f"not for donor-evolution: {', '.join(given)}; its flags are "

@@ -26,7 +26,6 @@ from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from flax import struct
 
 from socialjax import metrics as social
@@ -114,7 +113,7 @@ def make_train(env, config: TrainConfig, params=None, progress: Progress | None 
     plan = make_plan(config, N)
     learner = make_learner(env, config, plan.seats_per_learner, env_params)
     scripted = tuple(make_scripted(name, env) for name in config.scripted)
-    L, S, P, E, T, U = plan.num_learners, plan.num_scripted, plan.num_members, plan.num_envs, config.rollout_len, config.num_updates
+    L, E, T, U = plan.num_learners, plan.num_envs, config.rollout_len, config.num_updates
     M, H = plan.seats_per_learner, learner.hidden_size
     if config.selection != "none" and L < 2:
         raise ValueError(f"selection={config.selection!r} needs at least 2 learners, the population has {L}")
@@ -282,7 +281,7 @@ def _flat(x):
 def _rollout(env, params, learner, scripted, plan: SeatPlan, states, seating, games, key, progress_frac, T):
     """``T`` steps of all games; returns the games, the learners' :class:`Rollout`
     ``(L, T, M, ...)`` and per-member statistics for this update."""
-    E, N, L, M = plan.num_envs, plan.num_seats, plan.num_learners, plan.seats_per_learner
+    E, N, L = plan.num_envs, plan.num_seats, plan.num_learners
     P = plan.num_members
     assign = seating["assign"].reshape(-1)
     seats = plan.learner_seats(seating["order"])
@@ -370,7 +369,7 @@ def _rollout(env, params, learner, scripted, plan: SeatPlan, states, seating, ga
 def _align(prep, rollout: Rollout, seating, plan: SeatPlan, h, T):
     """Advantage Alignment across the seats of each game (a no-op when ``aa_beta`` is 0:
     the extra term is multiplied by it)."""
-    E, N, L, M = plan.num_envs, plan.num_seats, plan.num_learners, plan.seats_per_learner
+    E, N = plan.num_envs, plan.num_seats
     seats = plan.learner_seats(seating["order"])
     adv = prep["adv"]  # (L, T, M)
     to_seats = lambda x, dtype: seats.scatter(jnp.zeros((E * N, T), dtype), jnp.swapaxes(x, 1, 2)).T  # (T, E * N)

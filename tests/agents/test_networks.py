@@ -21,7 +21,6 @@ from socialjax.agents.networks import (
     PatchConv,
     encoder_spec,
     init_hidden,
-    num_params,
     orthogonal,
     resolve_conv,
     sample_obs,
@@ -185,7 +184,7 @@ def test_bfloat16_outputs_are_float32_and_close_to_float32(outputs, name):
     bfloat16 rounding of the float32 network (a few per cent of the output scale) but
     not equal to it (the computation did run in bfloat16)."""
     variants = VARIANTS[name][-1]
-    ref = leaves(outputs[name, *variants[0]])
+    ref = leaves(outputs[(name, *variants[0])])
     for conv, precision in variants:
         if precision != "bfloat16":
             continue

@@ -26,7 +26,6 @@ import pytest
 import socialjax as sj
 from socialjax import cli
 from socialjax.train import TrainConfig, results, store
-from socialjax.train.run import Interrupted
 
 from support import assert_same, cpu_only, reseal
 
