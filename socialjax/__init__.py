@@ -12,6 +12,7 @@ from socialjax.core import (
     registered_envs,
 )
 from socialjax import metrics
+from socialjax import testing
 from socialjax import viz
 from socialjax.envs import register_all as _register_all
 from socialjax.metrics import SocialMetrics
@@ -32,5 +33,6 @@ __all__ = [
     "make",
     "metrics",
     "registered_envs",
+    "testing",
     "viz",
 ]

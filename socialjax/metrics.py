@@ -108,7 +108,8 @@ def equality(returns: jax.Array) -> jax.Array:
     """``E = 1 - sum_i sum_j |R^i - R^j| / (2 N sum_i R^i)`` (one minus Gini).
 
     ``returns``: ``(..., N)``; result ``(...)`` float32. **NaN** where
-    ``sum_i R^i <= 0`` (undefined). With nonnegative returns ``E`` is in ``[1/N, 1]``.
+    ``sum_i R^i <= 0`` (undefined; a subnormal sum may count as 0, as XLA flushes
+    subnormals on some backends). With nonnegative returns ``E`` is in ``[1/N, 1]``.
     """
     returns = jnp.asarray(returns, jnp.float32)
     n = returns.shape[-1]

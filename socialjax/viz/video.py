@@ -1,8 +1,9 @@
 """Rollouts rendered to RGB frames, and frames saved as GIF / MP4 or shown in Jupyter.
 
-The rollout is one compiled ``lax.scan``: every state is rendered with the
-environment's own ``render(state) -> (8 H, 8 W, 3) uint8`` inside the scan, so only the
-frames leave the device. Export runs on the host afterwards::
+The rollout is one compiled ``lax.scan`` (:func:`socialjax.testing.rollout`) whose
+states are rendered with the environment's own ``render(state) -> (8 H, 8 W, 3) uint8``
+in the same compiled call, so only the frames leave the device. Export runs on the
+host afterwards::
 
     import jax, socialjax as sj
     env = sj.make("harvest_open")
@@ -22,10 +23,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from socialjax.core.wrappers import Wrapper
+from socialjax.testing import rollout
 
 #: file extensions :func:`save_video` understands
 VIDEO_EXTENSIONS = (".gif", ".mp4")
@@ -52,23 +53,9 @@ def _render(env, state) -> jax.Array:
 
 @partial(jax.jit, static_argnames=("env", "num_steps", "policy"))
 def _rollout(env, key: jax.Array, params, num_steps: int, policy: Policy | None) -> jax.Array:
-    key_reset, key_run = jax.random.split(key)
-    obs, state = env.reset(key_reset, params)
-
-    def step(carry, key_t):
-        obs, state = carry
-        key_act, key_step = jax.random.split(key_t)
-        if policy is None:
-            actions = env.sample_actions(key_act, params)
-        else:
-            actions = policy(key_act, obs)
-        obs, state, _, _, _ = env.step(key_step, state, actions, params)
-        # random actions never read the observation: carry None so XLA can drop it
-        return (None if policy is None else obs, state), _render(env, state)
-
-    carry = (None if policy is None else obs, state)
-    _, frames = jax.lax.scan(step, carry, jax.random.split(key_run, num_steps))
-    return jnp.concatenate([_render(env, state)[None], frames])
+    act = None if policy is None else (lambda k, obs, state: policy(k, obs))
+    states = rollout(env, key, num_steps, params=params, policy=act).state  # (T + 1, ...)
+    return jax.vmap(lambda state: _render(env, state))(states)
 
 
 def rollout_frames(env, key, num_steps: int, policy: Policy | None = None, params=None) -> np.ndarray:

@@ -9,6 +9,7 @@ import pytest
 from flax import struct
 
 import socialjax as sj
+from socialjax import testing
 from socialjax.agents.shaping import (
     CommonReward,
     InequityAversion,
@@ -62,19 +63,14 @@ class ScriptedEnv(Environment):
 
 
 def rollout(env, num_steps, actions=None):
-    """``(rewards (T, N), dones (T,), infos)`` from ``num_steps`` steps of ``env``."""
+    """``(rewards (T, N), dones (T,), infos)`` from ``num_steps`` steps of ``env``, the
+    same ``actions (N,)`` (default zeros) every step."""
     n = env.num_agents
     actions = jnp.zeros((n,), jnp.int32) if actions is None else actions
-    obs, state = env.reset(KEY)
-
-    def body(state, key):
-        _, state, reward, done, info = env.step(key, state, actions)
-        assert reward.shape == (n,) and reward.dtype == jnp.float32
-        assert done.shape == () and done.dtype == jnp.bool_
-        return state, (reward, done, info)
-
-    _, (rewards, dones, infos) = jax.lax.scan(body, state, jax.random.split(KEY, num_steps))
-    return rewards, dones, infos
+    traj = testing.rollout(env, KEY, num_steps, actions=jnp.broadcast_to(actions, (num_steps, n)))
+    assert traj.reward.shape == (num_steps, n) and traj.reward.dtype == jnp.float32
+    assert traj.done.shape == (num_steps,) and traj.done.dtype == jnp.bool_
+    return traj.reward, traj.done, traj.info
 
 
 def run(env, num_steps, actions=None):

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import socialjax as sj
+from socialjax import testing
 
 NUM_ENVS = 64
 NUM_ROUNDS = 5
@@ -13,25 +14,9 @@ NUM_STEPS = 23  # four whole episodes and part of a fifth
 
 
 def rollout(env, params, key, num_steps):
-    """Random actions in ``num_envs = key.shape[0]`` envs for ``num_steps`` steps.
-
-    Returns per step ``(T, B, ...)`` arrays: rewards, dones, info.
-    """
-
-    def one_env(key):
-        key_reset, key_run = jax.random.split(key)
-        _, state = env.reset(key_reset, params)
-
-        def body(state, key):
-            key_act, key_step = jax.random.split(key)
-            actions = env.sample_actions(key_act, params)
-            _, state, reward, done, info = env.step(key_step, state, actions, params)
-            return state, (reward, done, info)
-
-        _, out = jax.lax.scan(body, state, jax.random.split(key_run, num_steps))
-        return out
-
-    return jax.vmap(one_env, out_axes=1)(key)
+    """Random actions in ``key.shape[0]`` envs; returns ``(T, B, ...)`` reward, done, info."""
+    traj = testing.rollout(env, key, num_steps, params=params)  # (B, T, ...)
+    return jax.tree_util.tree_map(lambda x: jnp.swapaxes(x, 0, 1), (traj.reward, traj.done, traj.info))
 
 
 @pytest.fixture(scope="module")

@@ -6,25 +6,17 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from socialjax import testing
 from socialjax.envs.institutions.commons import Commons
 
 KEY = jax.random.key(0)
 
 
-def rollout(env, key, num_steps, params=None, actions_fn=None):
-    """Scan ``num_steps`` steps of random play (or ``actions_fn(key, t)``). Returns
-    per-step (state before, actions, reward, done, info)."""
-    params = params or env.default_params
-    actions_fn = actions_fn or (lambda k, t: env.sample_actions(k, params))
-
-    def body(state, t):
-        k_act, k_step = jax.random.split(jax.random.fold_in(key, t))
-        actions = actions_fn(k_act, t)
-        _, state2, reward, done, info = env.step(k_step, state, actions, params)
-        return state2, (state, actions, reward, done, info)
-
-    _, state = env.reset(jax.random.fold_in(key, 10**6), params)
-    return jax.lax.scan(body, state, jnp.arange(num_steps))[1]
+def rollout(env, key, num_steps, params=None, actions=None):
+    """Per-step (state before, actions, reward, done, info) of random play (or the
+    given ``actions (T, N)``)."""
+    traj = testing.rollout(env, key, num_steps, params=params, actions=actions)
+    return jax.tree_util.tree_map(lambda x: x[:-1], traj.state), traj.actions, traj.reward, traj.done, traj.info
 
 
 # -- Ostrom lab CPR -------------------------------------------------------------
@@ -156,7 +148,7 @@ def test_rationing_never_hands_out_more_than_the_stock(preset, logistic_batch):
 @pytest.fixture(scope="module")
 def govsim():
     env = Commons(preset="govsim")
-    run = jax.jit(lambda levels, params: rollout(env, KEY, 12, params, lambda k, t: levels[t]))
+    run = jax.jit(lambda levels, params: rollout(env, KEY, 12, params, levels))
     return env, run
 
 
@@ -326,7 +318,7 @@ def test_params_sweep_is_a_vmap():
     env = Commons(preset="logistic", episode_length=20)
     rates = jnp.array([0.1, 0.5, 1.0])
     params = jax.vmap(lambda r: env.default_params.replace(growth_rate=r))(rates)
-    stocks = jax.jit(jax.vmap(lambda p: rollout(env, KEY, 5, p, lambda k, t: jnp.zeros(5, jnp.int32))[4]["stock"]))(params)
+    stocks = jax.jit(jax.vmap(lambda p: rollout(env, KEY, 5, p, jnp.zeros((5, 5), jnp.int32))[4]["stock"]))(params)
     # no harvest: S' = S + r S (1 - S / K) from 50
     np.testing.assert_allclose(stocks[:, 0], 50 + rates * 25, rtol=1e-6)
     assert (np.diff(np.asarray(stocks), axis=1) >= 0).all()

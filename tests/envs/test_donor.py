@@ -6,23 +6,16 @@ import numpy as np
 import pytest
 
 import socialjax as sj
+from socialjax import testing
 from socialjax.envs.donor.env import OBS_IS_DONOR, OBS_OWN, OBS_PARTNER, OBS_TRACE
 
 
-def rollout(env, key, policy, num_steps, params=None):
-    """Scan ``num_steps`` steps; ``policy(key, obs) -> actions``. Returns per-step
-    (state before the step, actions, reward, done, info)."""
-    params = params or env.default_params
-
-    def body(carry, t):
-        obs, state = carry
-        k_act, k_step = jax.random.split(jax.random.fold_in(key, t))
-        actions = policy(k_act, obs)
-        obs2, state2, reward, done, info = env.step(k_step, state, actions, params)
-        return (obs2, state2), (state, obs, actions, reward, done, info)
-
-    obs, state = env.reset(jax.random.fold_in(key, 10**6), params)
-    return jax.lax.scan(body, (obs, state), jnp.arange(num_steps))[1]
+def rollout(env, key, num_steps, actions=None):
+    """Per-step (state before the step, obs before, actions, reward, done, info) of
+    random play (or the given ``actions (T, N)``)."""
+    traj = testing.rollout(env, key, num_steps, actions=actions)
+    before = lambda tree: jax.tree_util.tree_map(lambda x: x[:-1], tree)  # noqa: E731
+    return before(traj.state), before(traj.obs), traj.actions, traj.reward, traj.done, traj.info
 
 
 @pytest.fixture(scope="module")
@@ -35,15 +28,11 @@ def punish_env():
     return sj.make("donor_game", punishment=True)
 
 
-def random_policy(env):
-    return lambda key, obs: env.sample_actions(key)
-
-
 @pytest.fixture(scope="module")
 def random_batch(punish_env):
     """256 envs x 2 generations of random play with punishment allowed."""
     keys = jax.random.split(jax.random.key(3), 256)
-    run = jax.jit(jax.vmap(lambda k: rollout(punish_env, k, random_policy(punish_env), 2 * punish_env.episode_length)))
+    run = jax.jit(jax.vmap(lambda k: rollout(punish_env, k, 2 * punish_env.episode_length)))
     return jax.device_get(run(keys))
 
 
@@ -102,7 +91,7 @@ def donor_halves(env, state_seq, info):
 @pytest.mark.parametrize("schedule", ["released", "alternating"])
 def test_pairing_schedules(schedule):
     env = sj.make("donor_game", schedule=schedule)
-    state, _, _, _, _, info = jax.device_get(jax.jit(lambda k: rollout(env, k, random_policy(env), env.episode_length))(jax.random.key(5)))
+    state, _, _, _, _, info = jax.device_get(jax.jit(lambda k: rollout(env, k, env.episode_length))(jax.random.key(5)))
     seq, meetings, half = donor_halves(env, state, info)
     if schedule == "released":
         assert seq == "ABABABBABABA" + "BABABAABABAB"  # released code; game 2 swaps roles
@@ -129,7 +118,7 @@ def test_pairing_schedules(schedule):
 def test_full_donation_matches_schedule_derivation(env):
     """Everyone gives everything: derive the final resources from the schedule alone."""
     state, _, _, _, _, info = jax.device_get(
-        jax.jit(lambda k: rollout(env, k, lambda key, obs: jnp.ones(env.num_agents), env.episode_length))(jax.random.key(0))
+        jax.jit(lambda k: rollout(env, k, env.episode_length, jnp.ones((env.episode_length, env.num_agents))))(jax.random.key(0))
     )
     seq, _, half = donor_halves(env, state, info)
     g, w0 = float(env.default_params.multiplier), float(env.default_params.initial_resources)

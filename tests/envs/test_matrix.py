@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import socialjax as sj
+from socialjax import testing
 from socialjax.agents.memory_one import (
     ALLD,
     GTFT,
@@ -158,37 +159,13 @@ def test_observe_round_and_reset_at_cap():
 
 
 # ----------------------------------------------------------------------------- rollouts
-def rollout(env, num_steps, act_fn):
-    """Jitted ``(keys, params, *args) -> per-step (obs, reward, done, info)`` of a batch
-    of environments; ``act_fn(key, obs, *args) -> (N,) actions``."""
-
-    def one(key, params, *args):
-        key_reset, key_run = jax.random.split(key)
-        obs, state = env.reset(key_reset, params)
-
-        def body(carry, key):
-            obs, state = carry
-            key_act, key_step = jax.random.split(key)
-            actions = act_fn(key_act, obs, *args)
-            obs, state, reward, done, info = env.step(key_step, state, actions, params)
-            return (obs, state), (reward, done, info)
-
-        _, out = jax.lax.scan(body, (obs, state), jax.random.split(key_run, num_steps))
-        return out
-
-    return one
-
-
-def random_actions(key, obs):
-    return jax.random.bernoulli(key, 0.5, (obs.shape[0],)).astype(jnp.int32)
-
-
 def test_noise_flip_fraction():
     eps, envs, steps = 0.1, 1000, 50
     env = sj.make("ipd", num_rounds=steps)
-    run = jax.jit(jax.vmap(rollout(env, steps, random_actions), in_axes=(0, None)))
+    run = jax.jit(lambda keys, params: testing.rollout(env, keys, steps, params=params))  # random actions
     params = env.default_params.replace(noise=eps)
-    reward, _, info = run(jax.random.split(jax.random.key(0), envs), params)
+    traj = run(jax.random.split(jax.random.key(0), envs), params)
+    reward, info = traj.reward, traj.info
     intended, executed, flipped = (np.asarray(info[k]) for k in ("intended", "executed", "flipped"))
     np.testing.assert_array_equal(flipped, executed != intended)
     np.testing.assert_array_equal(info["cooperated"], executed == C)
@@ -205,7 +182,7 @@ def test_noise_flip_fraction():
     assert abs(both.mean() - eps**2) < Z * np.sqrt(eps**2 * (1 - eps**2) / both.size)
 
     # no noise, no flips
-    _, _, info0 = run(jax.random.split(jax.random.key(1), 10), env.default_params)
+    info0 = run(jax.random.split(jax.random.key(1), 10), env.default_params).info
     assert not np.any(info0["flipped"])
 
 
@@ -215,7 +192,8 @@ def test_continuation_probability_episode_length():
 
     def first_episode(key, w):
         params = env.default_params.replace(continue_prob=w)
-        _, done, info = rollout(env, cap, random_actions)(key, params)
+        traj = testing.rollout(env, key, cap, params=params)
+        done, info = traj.done, traj.info
         first = jnp.argmax(done)  # index of the first end
         return first + 1, done[first], info["terminated"][first], info["truncated"][first]
 
@@ -238,7 +216,8 @@ def test_terminated_vs_truncated_at_cap():
 
     def episode(key, w):
         params = env.default_params.replace(continue_prob=w)
-        return rollout(env, cap, random_actions)(key, params)[1:]
+        traj = testing.rollout(env, key, cap, params=params)
+        return traj.done, traj.info
 
     run = jax.jit(jax.vmap(episode, in_axes=(0, None)))
     keys = jax.random.split(jax.random.key(0), envs)
@@ -325,8 +304,8 @@ def memory_one_play(num_rounds, memory, observe_round):
 
     def one(key, strategies, noise):
         params = env.default_params.replace(noise=noise)
-        reward, _, info = rollout(env, num_rounds, act_fn)(key, params, strategies)
-        return reward, info["executed"]
+        traj = testing.rollout(env, key, num_rounds, params=params, policy=lambda k, obs, _: act_fn(k, obs, strategies))
+        return traj.reward, traj.info["executed"]
 
     return jax.jit(jax.vmap(one, in_axes=(0, None, None)))
 

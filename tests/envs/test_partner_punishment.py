@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from socialjax import testing
 from socialjax.envs.institutions.partner_punishment import (
     OBS_ACTIVE,
     OBS_PLAY,
@@ -193,25 +194,10 @@ def test_random_partners_are_uniform_and_games_in_fair_order(random_pairing_env)
     assert np.all(np.abs(first - B * q) <= Z * np.sqrt(B * q * (1 - q))), first
 
 
-def rollout(env, key, policy_actions=None):
-    """Jitted full episode with random actions; returns per-step infos and obs."""
-
-    def body(carry, key):
-        obs, state = carry
-        k_act, k_step = jax.random.split(key)
-        actions = env.sample_actions(k_act)
-        obs2, state2, reward, done, info = env.step(k_step, state, actions, env.default_params)
-        info = {k: v for k, v in info.items() if k != "final_obs"}
-        return (obs2, state2), (obs, reward, done, info)
-
-    k_reset, k_steps = jax.random.split(key)
-    carry = env.reset(k_reset)
-    return jax.lax.scan(body, carry, jax.random.split(k_steps, env.episode_length))[1]
-
-
 def test_every_agent_plays_its_own_game_each_episode(random_pairing_env):
     env = random_pairing_env
-    obs, reward, done, info = jax.device_get(jax.jit(functools.partial(rollout, env))(jax.random.key(2)))
+    traj = jax.device_get(jax.jit(lambda key: testing.rollout(env, key, env.episode_length))(jax.random.key(2)))
+    obs, done, info = traj.obs[:-1], traj.done, traj.info  # obs: what each step acted on
     played = info["played"]
     assert played.shape == (env.episode_length, N)
     # each play step seats exactly two players; each agent heads one game of num_rounds rounds

@@ -1,0 +1,439 @@
+"""Tools for testing environments: a compiled rollout, the contract checks, a retrace guard.
+
+For anyone writing an environment (and for socialjax's own tests)::
+
+    import jax
+    from socialjax import testing
+
+    traj = testing.check_env(MyEnv())          # the environment contract, or AssertionError
+    run = jax.jit(lambda keys: testing.rollout(env, keys, 100))
+    traj = run(jax.random.split(jax.random.key(0), 8))   # 8 envs x 100 random steps
+    traj.reward                                # (8, 100, N)
+
+    step = testing.assert_max_traces(env.step, n=1)   # a guard against recompiling
+    sweep = jax.jit(jax.vmap(step))            # call it with new params: still one trace
+
+Everything here uses only the public API of an environment (``reset``, ``step``,
+``sample_actions``, ``action_space``, ``observation_space``, ``num_agents``), so it
+works for wrappers too. Shapes: ``N = num_agents``, ``T = num_steps``, ``B`` envs.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from socialjax.core.spaces import Box, Dict, Discrete, Space
+from socialjax.core.wrappers import Wrapper
+
+__all__ = ["Trajectory", "assert_max_traces", "check_env", "rollout"]
+
+#: ``policy(key, obs, state) -> actions (N, *action_shape)``, jittable
+Policy = Callable[[jax.Array, Any, Any], jax.Array]
+
+
+# --------------------------------------------------------------------------- rollout
+class Trajectory(NamedTuple):
+    """The steps of a :func:`rollout`, stacked on a leading time axis (after the batch
+    axis ``B`` when several keys were given: ``(B, T, ...)``).
+
+    - ``obs``: ``(T + 1, N, ...)``: ``obs[0]`` from ``reset``, ``obs[t + 1]`` returned by
+      step ``t`` (on a ``done`` step: the next episode's first observation). So
+      ``obs[:-1]`` is what each step's actions were chosen from.
+    - ``state``: the states likewise, ``(T + 1, ...)`` leaves.
+    - ``actions``: ``(T, N, *action_shape)``, as passed to ``step`` (before any
+      out-of-range action is replaced by the no-op).
+    - ``reward``: ``(T, N)``; ``done``: ``(T,)``; ``info``: ``(T, ...)`` leaves.
+    """
+
+    obs: Any
+    state: Any
+    actions: jax.Array
+    reward: jax.Array
+    done: jax.Array
+    info: dict
+
+
+def rollout(
+    env,
+    key: jax.Array,
+    num_steps: int,
+    *,
+    params=None,
+    actions: jax.Array | None = None,
+    policy: Policy | None = None,
+) -> Trajectory:
+    """``num_steps`` steps of ``env`` from a reset, as one ``lax.scan``.
+
+    A pure function: wrap it in ``jax.jit`` (it compiles once per ``env``,
+    ``num_steps``, ``policy`` and shapes) and ``vmap`` it over anything, e.g. params.
+
+    Args:
+        env: an environment or wrapper.
+        key: a ``jax.random.key``, or ``B`` of them (shape ``(B,)``): then ``B``
+            environments are vmapped and every leaf gets a leading ``B`` axis.
+        num_steps: ``T >= 0``; the environment auto-resets on ``done``.
+        params: passed to ``reset`` and ``step`` (``None``: the defaults); may be traced.
+        actions: ``(T, N, *action_shape)``: the actions of each step (the same for
+            every env of a batch), instead of random ones.
+        policy: ``policy(key, obs, state) -> (N, *action_shape)`` actions, instead of
+            random ones.
+
+    Random actions (neither given) are ``env.sample_actions(key_act, params)``. Keys:
+    ``key_reset, key_run = split(key)``; step ``t`` uses
+    ``key_act, key_step = split(split(key_run, T)[t])``.
+    """
+    if actions is not None and policy is not None:
+        raise ValueError("rollout: pass actions or policy, not both")
+    if isinstance(num_steps, bool) or not isinstance(num_steps, (int, np.integer)) or num_steps < 0:
+        raise ValueError(f"rollout: num_steps must be a non-negative int, got {num_steps!r}")
+    num_steps = int(num_steps)
+    if _key_batch_ndim(key) == 1:
+        return jax.vmap(lambda k: rollout(env, k, num_steps, params=params, actions=actions, policy=policy))(key)
+    if actions is not None:
+        actions = jnp.asarray(actions)
+        if actions.shape[:1] != (num_steps,):
+            raise ValueError(f"rollout: actions must have a leading axis of num_steps={num_steps}, got {actions.shape}")
+
+    key_reset, key_act, key_step = _step_keys(key, num_steps)
+    obs0, state0 = env.reset(key_reset, params)
+
+    def body(carry, x):
+        obs, state = carry
+        k_act, k_step, given = x
+        if given is not None:
+            a = given
+        elif policy is not None:
+            a = policy(k_act, obs, state)
+        else:
+            a = env.sample_actions(k_act, params)
+        obs, state, reward, done, info = env.step(k_step, state, a, params)
+        # carry the observation only for a policy: random or given actions never read it
+        return (obs if policy is not None else None, state), (obs, state, a, reward, done, info)
+
+    carry = (obs0 if policy is not None else None, state0)
+    _, (obs, state, acts, reward, done, info) = jax.lax.scan(body, carry, (key_act, key_step, actions))
+    prepend = functools.partial(jax.tree_util.tree_map, lambda first, rest: jnp.concatenate([first[None], rest]))
+    return Trajectory(prepend(obs0, obs), prepend(state0, state), acts, reward, done, info)
+
+
+def _key_batch_ndim(key) -> int:
+    """0 for one key, 1 for a ``(B,)`` batch (typed keys, or raw ``(B, 2) uint32`` ones)."""
+    key = jnp.asarray(key) if not isinstance(key, jax.Array) else key
+    typed = jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
+    ndim = key.ndim - (0 if typed else 1)
+    if ndim not in (0, 1):
+        raise ValueError(f"rollout: key must be one key or a (B,) batch of keys, got shape {key.shape}")
+    return ndim
+
+
+def _step_keys(key: jax.Array, num_steps: int) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """``(key_reset, key_act (T,), key_step (T,))``: the keys :func:`rollout` uses."""
+    key_reset, key_run = jax.random.split(key)
+    pairs = jax.vmap(jax.random.split)(jax.random.split(key_run, num_steps))
+    return key_reset, pairs[:, 0], pairs[:, 1]
+
+
+def _auto_reset_key(key_step: jax.Array) -> jax.Array:
+    """The key ``Environment.step(key_step, ...)`` resets from on ``done``: it splits
+    its key into ``(step, reset)``."""
+    return jax.random.split(key_step)[1]
+
+
+# --------------------------------------------------------------------------- contract
+INFO_KEYS = ("terminated", "truncated", "invalid_action", "final_obs")
+INVALID_RATE = 0.125  # fraction of actions check_env replaces by out-of-range ones
+
+
+def check_env(
+    env,
+    params=None,
+    *,
+    key: jax.Array | int = 0,
+    num_envs: int = 4,
+    num_steps: int = 100,
+    exact: bool | None = None,
+) -> Trajectory:
+    """Check ``env`` against the socialjax environment contract (README, "The
+    environment contract"); raise ``AssertionError`` naming the rule broken.
+
+    1. Shapes, before anything is compiled (``jax.eval_shape``): ``reset`` returns
+       observations ``(N, *space.shape)`` of the observation space's dtype (each entry
+       of a ``Dict`` space); ``sample_actions`` gives ``(N, *action_shape)`` of the action
+       space's dtype; ``step`` returns an observation and a state shaped like
+       ``reset``'s, ``reward`` ``(N,) float32``, ``done`` ``() bool`` and an ``info`` dict
+       with ``terminated`` and ``truncated`` ``() bool``, ``invalid_action`` ``(N,) bool``
+       and ``final_obs`` shaped like the observation.
+    2. One jitted ``vmap`` of ``num_envs`` rollouts of ``num_steps`` random steps, the
+       params a traced argument, with about one action in eight replaced by an
+       out-of-range one: every observation (also ``final_obs`` and fresh resets) lies in
+       the observation space; rewards are finite; ``done == terminated | truncated``
+       and never both; ``invalid_action`` flags exactly the out-of-range actions; every
+       env ends an episode; on a ``done`` step the observation and state are those of a
+       fresh ``reset`` with the key ``step`` resets from, and ``final_obs`` equals the
+       observation on every other step.
+    3. Determinism: the same keys give the same bits again, and env 1 run alone (a
+       second compiled program) gives env 1's trajectory of the batch: bit for bit when
+       ``exact`` (default: on the CPU backend, where XLA computes float32 the same way in
+       every program); otherwise integer and bool leaves equal and floats within
+       ``rtol=2e-3, atol=1e-5`` (GPU reductions may sum in another order).
+
+    Args:
+        env: an environment or wrapper (wrappers pass the state of the environment
+            they hold as ``state.env_state``, or unchanged).
+        params: the params to check (default ``env.default_params``).
+        key: a ``jax.random.key`` or an int seed.
+        num_envs: ``B >= 2``. num_steps: ``T``; long enough for every env to end an
+            episode.
+        exact: see 3.
+
+    Returns:
+        The checked trajectory, ``(B, T, ...)`` leaves (a :class:`Trajectory`; ``actions``
+        include the out-of-range ones), so a test can check more without compiling
+        again.
+    """
+    name = getattr(env, "name", type(env).__name__)
+
+    def check(ok, message):
+        if not bool(ok):
+            raise AssertionError(f"{name}: {message}")
+
+    if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+        key = jax.random.key(int(key))
+    check(int(num_envs) >= 2, f"check_env needs num_envs >= 2, got {num_envs}")
+    check(int(num_steps) >= 1, f"check_env needs num_steps >= 1, got {num_steps}")
+    params = env.default_params if params is None else params
+    n = env.num_agents
+    obs_space, act_space = env.observation_space(params), env.action_space(params)
+    exact = jax.default_backend() == "cpu" if exact is None else exact
+
+    # 1. shapes and dtypes, traced only
+    obs, state = jax.eval_shape(env.reset, key, params)
+    _check_obs_shapes(check, obs, obs_space, (n,), "reset's observation")
+    acts = jax.eval_shape(env.sample_actions, key, params)
+    want = (n, *act_space.shape)
+    check(
+        acts.shape == want and acts.dtype == act_space.dtype,
+        f"sample_actions must give {want} {act_space.dtype} (N={n}, {act_space}), got {acts.shape} {acts.dtype}",
+    )
+    out = jax.eval_shape(env.step, key, state, acts, params)
+    step_obs, step_state, reward, done, info = out
+    _check_same_shapes(check, step_obs, obs, "step's observation", "reset's")
+    _check_same_shapes(check, step_state, state, "step's state", "reset's")
+    check(
+        reward.shape == (n,) and reward.dtype == jnp.float32,
+        f"reward must be ({n},) float32 (one per agent), got {reward.shape} {reward.dtype}",
+    )
+    check(done.shape == () and done.dtype == jnp.bool_, f"done must be a () bool, got {done.shape} {done.dtype}")
+    check(isinstance(info, dict), f"info must be a dict, got {type(info).__name__}")
+    missing = [k for k in INFO_KEYS if k not in info]
+    check(not missing, f"info lacks {missing} (every step's info has {list(INFO_KEYS)})")
+    for k in ("terminated", "truncated"):
+        x = info[k]
+        check(x.shape == () and x.dtype == jnp.bool_, f'info["{k}"] must be a () bool, got {x.shape} {x.dtype}')
+    x = info["invalid_action"]
+    check(x.shape == (n,) and x.dtype == jnp.bool_, f'info["invalid_action"] must be ({n},) bool, got {x.shape} {x.dtype}')
+    _check_same_shapes(check, info["final_obs"], obs, 'info["final_obs"]', "the observation")
+
+    # 2. the batched rollout, once compiled
+    bad_action = _out_of_range(act_space)
+    one = _contract_rollout(env, num_steps, bad_action)
+    keys = jax.random.split(key, num_envs)
+    run = jax.jit(jax.vmap(one, in_axes=(0, None)))
+    traj, bad, reset_obs, reset_state = jax.device_get(run(keys, params))
+    done, info = traj.done, traj.info
+
+    observed = (("an observation", traj.obs), ('info["final_obs"]', info["final_obs"]), ("a reset's observation", reset_obs))
+    for what, x in observed:
+        for part, part_space, label in _obs_parts(x, obs_space):
+            check(np.asarray(part_space.contains(part)), f"{what}{label} lies outside {part_space}")
+    check(np.isfinite(traj.reward).all(), "rewards must be finite")
+    term, trunc = info["terminated"], info["truncated"]
+    check(np.array_equal(done, term | trunc), 'done must equal info["terminated"] | info["truncated"]')
+    check(not np.any(term & trunc), 'info["terminated"] and info["truncated"] are never both True')
+    if bad_action is not None:
+        check(np.asarray(act_space.valid(traj.actions))[~bad].all(), f"sample_actions gave actions outside {act_space}")
+        check(
+            np.array_equal(info["invalid_action"], bad),
+            f'info["invalid_action"] must flag exactly the out-of-range actions ({int(bad.sum())} given, '
+            f'{int(info["invalid_action"].sum())} flagged, {int((info["invalid_action"] != bad).sum())} wrong)',
+        )
+    else:  # no out-of-range value exists (e.g. a Dict action space): nothing to flag
+        check(np.asarray(act_space.contains(traj.actions)), f"sample_actions gave actions outside {act_space}")
+        check(not info["invalid_action"].any(), 'info["invalid_action"] flags valid actions')
+    check(done.any(axis=1).all(), f"no episode ended within num_steps={num_steps} steps in some env: pass more steps")
+    # the step that ends an episode returns the next one's first observation and state
+    after = lambda tree: jax.tree_util.tree_map(lambda x: x[:, 1:], tree)  # noqa: E731
+    leaves = jax.tree_util.tree_leaves
+    for what, got, fresh in (
+        ("observation", after(traj.obs), reset_obs),
+        ("state", after(_inner_state(env, traj.state)), reset_state),
+    ):
+        for x, y in zip(leaves(got), leaves(fresh)):
+            check(np.array_equal(x[done], y[done]), f"on a done step, step must return the {what} of a fresh reset")
+    for final, got in zip(leaves(info["final_obs"]), leaves(after(traj.obs))):
+        check(np.array_equal(final[~done], got[~done]), 'info["final_obs"] must equal the observation on a step without done')
+
+    # 3. determinism
+    again = jax.device_get(run(keys, params))
+    check(_tree_equal(again, (traj, bad, reset_obs, reset_state)), "the same keys gave different trajectories")
+    alone = jax.device_get(jax.jit(one)(keys[1], params))
+    in_batch = jax.tree_util.tree_map(lambda x: x[1], (traj, bad, reset_obs, reset_state))
+    how = "bit for bit" if exact else "to rtol=2e-3, atol=1e-5"
+    check(
+        _tree_equal(alone, in_batch, exact),
+        f"env 1 run alone must give env 1's trajectory of the batch ({how}): does the env depend on the "
+        "batch, or on a value fixed while tracing (e.g. numpy randomness)?",
+    )
+    return traj
+
+
+def _contract_rollout(env, num_steps: int, bad_action):
+    """``one(key, params) -> (traj, bad (T, N), reset_obs (T, ...), reset_state (T, ...))``:
+    random actions, each replaced by ``bad_action`` with probability INVALID_RATE, and
+    per step a fresh reset with the key of the step's auto-reset (the innermost state)."""
+
+    def one(key, params):
+        key_env, key_act, key_bad = jax.random.split(key, 3)
+        act_keys = jax.random.split(key_act, num_steps)
+        actions = jax.vmap(lambda k: env.sample_actions(k, params))(act_keys)
+        if bad_action is None:
+            bad = jnp.zeros(actions.shape[:2], bool)
+        else:
+            bad = jax.random.bernoulli(key_bad, INVALID_RATE, actions.shape[:2])
+            mask = bad.reshape(bad.shape + (1,) * (actions.ndim - 2))
+            actions = jnp.where(mask, bad_action, actions)
+        traj = rollout(env, key_env, num_steps, params=params, actions=actions)
+        _, _, key_step = _step_keys(key_env, num_steps)
+        reset_obs, reset_state = jax.vmap(lambda k: env.reset(_auto_reset_key(k), params))(key_step)
+        # keys held in a state compare as their data (numpy cannot hold typed keys)
+        return _key_data((traj, bad, reset_obs, _inner_state(env, reset_state)))
+
+    return one
+
+
+def _key_data(tree):
+    as_data = lambda x: jax.random.key_data(x) if jnp.issubdtype(x.dtype, jax.dtypes.prng_key) else x  # noqa: E731
+    return jax.tree_util.tree_map(as_data, tree)
+
+
+def _out_of_range(space: Space):
+    """An action (array of the space's shape and dtype) outside ``space``, or None."""
+    if isinstance(space, Discrete):
+        return jnp.asarray(space.n, space.dtype)
+    if isinstance(space, Box):
+        if jnp.issubdtype(space.dtype, jnp.floating):
+            return jnp.full(space.shape, jnp.nan, space.dtype)
+        info = np.iinfo(space.dtype)
+        if np.all(space.high < info.max):
+            return jnp.asarray(space.high.astype(np.int64) + 1, space.dtype)
+        if np.all(space.low > info.min):
+            return jnp.asarray(space.low.astype(np.int64) - 1, space.dtype)
+    return None
+
+
+def _inner_state(env, state):
+    """The state of the innermost environment: a wrapper holds its environment's state
+    as ``state.env_state`` (or passes it through unchanged)."""
+    while isinstance(env, Wrapper):
+        state = getattr(state, "env_state", state)
+        env = env._env
+    return state
+
+
+def _obs_parts(obs, space: Space):
+    """``(array, space, label)`` per observation entry (a Dict space has several)."""
+    if isinstance(space, Dict):
+        if not isinstance(obs, dict) or set(obs) != set(space.spaces):
+            got = sorted(obs) if isinstance(obs, dict) else type(obs).__name__
+            raise AssertionError(f"the observation must be a dict with keys {sorted(space.spaces)} ({space}), got {got}")
+        return [(obs[k], s, f"[{k!r}]") for k, s in space.spaces.items()]
+    return [(obs, space, "")]
+
+
+def _check_obs_shapes(check, obs, space: Space, lead: tuple, what: str) -> None:
+    try:
+        parts = _obs_parts(obs, space)
+    except AssertionError as e:
+        check(False, f"{what}: {e}")
+    for part, part_space, label in parts:
+        want = lead + tuple(part_space.shape)
+        check(
+            part.shape == want and part.dtype == part_space.dtype,
+            f"{what}{label} must be {want} {part_space.dtype} (N={lead[0]}, {part_space}), got {part.shape} {part.dtype}",
+        )
+
+
+def _check_same_shapes(check, got, want, what: str, like: str) -> None:
+    tree_got, tree_want = jax.tree_util.tree_structure(got), jax.tree_util.tree_structure(want)
+    check(tree_got == tree_want, f"{what} must have the structure of {like}: {tree_got} vs {tree_want}")
+    for path, (a, b) in zip(
+        (jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_leaves_with_path(want)),
+        zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)),
+    ):
+        check(a.shape == b.shape and a.dtype == b.dtype, f"{what}{path} is {a.shape} {a.dtype}, {like} {b.shape} {b.dtype}")
+
+
+def _tree_equal(a, b, exact: bool = True) -> bool:
+    """Same structure and equal leaves; unless ``exact``, floating leaves only close."""
+    leaves_a, tree_a = jax.tree_util.tree_flatten(a)
+    leaves_b, tree_b = jax.tree_util.tree_flatten(b)
+    if tree_a != tree_b:
+        return False
+    for x, y in zip(leaves_a, leaves_b):
+        x, y = np.asarray(x), np.asarray(y)
+        if x.shape != y.shape or x.dtype != y.dtype:
+            return False
+        if exact or not np.issubdtype(x.dtype, np.inexact):
+            if not np.array_equal(x, y, equal_nan=np.issubdtype(x.dtype, np.inexact)):
+                return False
+        elif not np.allclose(x, y, rtol=2e-3, atol=1e-5, equal_nan=True):
+            return False
+    return True
+
+
+# --------------------------------------------------------------------------- retrace guard
+def assert_max_traces(fn: Callable, n: int = 1) -> Callable:
+    """``fn`` wrapped to count how often JAX traces it, raising ``AssertionError`` on
+    trace ``n + 1``: a guard against recompiling.
+
+    Wrap the plain function, then transform the wrapper (``jax.jit(assert_max_traces(f))``,
+    not the other way round), and keep the transformed function to call it again. A call
+    counts as a trace when an argument is a tracer (``jit``, ``vmap``, ``eval_shape``,
+    ...); a cached compiled call does not call ``fn`` at all. The count is the wrapper's
+    own (``.traces``), so guards on the same function never share it::
+
+        step = assert_max_traces(env.step, n=1)
+        sweep = jax.jit(jax.vmap(step, in_axes=(0, 0, 0, 0)))
+        sweep(keys, states, actions, params_a)   # traced once
+        sweep(keys, states, actions, params_b)   # new values, same shapes: no retrace
+        assert step.traces == 1
+
+    Retraced are, e.g., new shapes or dtypes, a strongly typed array where a weakly typed
+    scalar was (``default_params`` holds Python numbers as weakly typed scalars, so
+    ``replace(noise=jnp.float32(0.1))`` is a new signature; ``replace(noise=0.1)`` is
+    not), and a changed static argument.
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise ValueError(f"assert_max_traces: n must be a non-negative int, got {n!r}")
+    if not callable(fn):
+        raise TypeError(f"assert_max_traces: fn must be callable, got {type(fn).__name__}")
+
+    @functools.wraps(fn)
+    def guarded(*args, **kwargs):
+        if any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves((args, kwargs))):
+            guarded.traces += 1
+            if guarded.traces > n:
+                raise AssertionError(
+                    f"{getattr(fn, '__qualname__', fn)!s} traced {guarded.traces} times (at most {n} allowed): "
+                    "a jitted function recompiled, e.g. for new shapes or dtypes, a strongly typed array "
+                    "where a weakly typed scalar (a Python number) was, or a changed static argument"
+                )
+        return fn(*args, **kwargs)
+
+    guarded.traces = 0
+    return guarded

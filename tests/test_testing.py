@@ -1,0 +1,237 @@
+"""socialjax.testing: the shared rollout, check_env on registered and deliberately
+broken environments, and the retrace guard."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import struct
+
+import socialjax as sj
+from socialjax import testing
+from socialjax.core import Discrete, Environment, EnvParams
+
+KEY = jax.random.key(0)
+
+
+# --------------------------------------------------------------------------- rollout
+@pytest.fixture(scope="module")
+def ipd():
+    return sj.make("ipd", num_rounds=3)
+
+
+def test_rollout_shapes_and_the_documented_keys(ipd):
+    T, B = 7, 3
+    traj = jax.device_get(jax.jit(lambda keys: testing.rollout(ipd, keys, T))(jax.random.split(KEY, B)))
+    assert traj.obs.shape == (B, T + 1, 2, 1) and traj.state.round.shape == (B, T + 1)
+    assert traj.actions.shape == (B, T, 2) and traj.reward.shape == (B, T, 2)
+    assert traj.done.shape == (B, T) and traj.info["terminated"].shape == (B, T)
+    # the same steps by hand, from the keys the docstring names
+    key = jax.random.split(KEY, B)[1]
+    key_reset, key_run = jax.random.split(key)
+    obs, state = ipd.reset(key_reset)
+    np.testing.assert_array_equal(traj.obs[1, 0], obs)
+    for t, k in enumerate(jax.random.split(key_run, T)):
+        key_act, key_step = jax.random.split(k)
+        actions = ipd.sample_actions(key_act)
+        obs, state, reward, done, _ = ipd.step(key_step, state, actions)
+        np.testing.assert_array_equal(traj.actions[1, t], actions)
+        np.testing.assert_array_equal(traj.obs[1, t + 1], obs)
+        np.testing.assert_array_equal(traj.state.round[1, t + 1], state.round)
+        np.testing.assert_array_equal(traj.reward[1, t], reward)
+        assert traj.done[1, t] == done
+    np.testing.assert_array_equal(traj.done[0], [False, False, True] * 2 + [False])
+
+
+def test_rollout_given_actions_and_policy(ipd):
+    T = 4
+    given = jnp.array([[0, 1], [1, 1], [0, 0], [1, 0]], jnp.int32)
+    traj = jax.jit(lambda k: testing.rollout(ipd, k, T, actions=given))(KEY)
+    np.testing.assert_array_equal(traj.actions, given)
+    np.testing.assert_array_equal(traj.info["executed"], given)
+    # a policy acts on the observation and state of its step: here TFT on the last
+    # outcome's code for the first agent, the round's parity for the second
+    def policy(key, obs, state):
+        return jnp.stack([(obs[0, 0] == 2) | (obs[0, 0] == 4), state.round % 2]).astype(jnp.int32)
+
+    traj = jax.jit(lambda k: testing.rollout(ipd, k, 9, policy=policy))(KEY)
+    before = jax.tree_util.tree_map(lambda x: x[:-1], traj.state)
+    np.testing.assert_array_equal(traj.actions, jax.vmap(policy, in_axes=(None, 0, 0))(KEY, traj.obs[:-1], before))
+    np.testing.assert_array_equal(traj.actions[:, 1], [0, 1, 0] * 3)
+    assert (traj.actions[:, 0] == 1).any()  # TFT answered a defection
+    with pytest.raises(ValueError, match="not both"):
+        testing.rollout(ipd, KEY, T, actions=given, policy=policy)
+    with pytest.raises(ValueError, match="num_steps=5"):
+        testing.rollout(ipd, KEY, 5, actions=given)
+    with pytest.raises(ValueError, match="num_steps"):
+        testing.rollout(ipd, KEY, -1)
+    with pytest.raises(ValueError, match="batch of keys"):
+        testing.rollout(ipd, jax.random.split(KEY, (2, 2)), T)
+
+
+def test_rollout_of_zero_steps(ipd):
+    traj = testing.rollout(ipd, KEY, 0)
+    assert traj.obs.shape == (1, 2, 1) and traj.reward.shape == (0, 2) and traj.done.shape == (0,)
+
+
+# --------------------------------------------------------------------------- check_env
+def test_check_env_passes_on_a_matrix_game(ipd):
+    traj = testing.check_env(ipd, num_steps=8)
+    assert traj.reward.shape == (4, 8, 2) and traj.obs.shape == (4, 9, 2, 1)
+    flagged = traj.info["invalid_action"]
+    assert flagged.any() and not flagged.all()  # out-of-range actions were sent, and flagged
+    np.testing.assert_array_equal(flagged, traj.actions == 2)
+
+
+def test_check_env_passes_on_a_small_grid_game():
+    env = sj.make("gathering", episode_length=6)
+    traj = testing.check_env(env, num_envs=2, num_steps=8)
+    assert traj.done[:, 5].all()
+
+
+@struct.dataclass
+class ToyParams(EnvParams):
+    pass
+
+
+@struct.dataclass
+class ToyState:
+    step: jax.Array  # () int32
+
+
+class ToyEnv(Environment):
+    """Two agents, actions 0..2 rewarded as they are, episodes of 3 steps; ``bug`` breaks
+    one rule of the contract."""
+
+    params_cls = ToyParams
+    name = "toy"
+
+    def __init__(self, bug=None):
+        super().__init__(2)
+        self.bug = bug
+
+    def obs(self, state):
+        dtype = jnp.int32 if self.bug == "obs_dtype" else jnp.float32
+        value = 2.0 if self.bug == "obs_outside" else jnp.minimum(state.step, 3) / 3
+        return jnp.full((2, 1), value, dtype)
+
+    def reset_env(self, key, params):
+        state = ToyState(step=jnp.zeros((), jnp.int32))
+        return self.obs(state), state
+
+    def step_env(self, key, state, actions, params):
+        state = ToyState(step=state.step + 1)
+        if self.bug == "state_shape":
+            state = ToyState(step=state.step[None])
+        reward = actions.astype(jnp.float32)
+        if self.bug == "reward_shape":
+            reward = reward.sum(keepdims=True)
+        if self.bug == "trace_time_rng":  # a constant baked in at trace time: differs per compile
+            reward = reward + np.random.default_rng().random()
+        if self.bug == "nan_reward":
+            reward = reward / 0.0
+        done = state.step >= 3 if self.bug != "never_done" else jnp.zeros((), bool)
+        info = {"terminated": done, "truncated": jnp.zeros((), bool)}
+        if self.bug == "missing_info":
+            del info["truncated"]
+        if self.bug == "both_ends":
+            info["truncated"] = done
+        return self.obs(state), state, reward, done, info
+
+    def prepare_actions(self, actions, params):
+        actions, invalid = super().prepare_actions(actions, params)
+        return actions, (jnp.zeros_like(invalid) if self.bug == "unflagged" else invalid)
+
+    def action_space(self, params=None):
+        return Discrete(3)
+
+    def observation_space(self, params=None):
+        return sj.Box(0.0, 1.0, (1,), jnp.float32)
+
+
+def test_check_env_passes_on_the_toy_env():
+    testing.check_env(ToyEnv(), num_steps=7)
+    testing.check_env(sj.EpisodeStats(ToyEnv()), num_steps=7)  # wrappers too
+
+
+@pytest.mark.parametrize(
+    "bug, match",
+    [
+        ("reward_shape", r"toy: reward must be \(2,\) float32 \(one per agent\), got \(1,\) float32"),
+        ("missing_info", r"toy: info lacks \['truncated'\]"),
+        ("obs_dtype", r"toy: reset's observation must be \(2, 1\) float32 .* got \(2, 1\) int32"),
+        ("state_shape", r"toy: step's state\.step is \(1,\) int32, reset's \(\) int32"),
+        ("obs_outside", r"toy: an observation lies outside Box\(0.0, 1.0"),
+        ("nan_reward", "rewards must be finite"),
+        ("both_ends", "never both True"),
+        ("never_done", "no episode ended within num_steps=7 steps"),
+        ("unflagged", r'info\["invalid_action"\] must flag exactly the out-of-range actions'),
+        ("trace_time_rng", "env 1 run alone must give env 1's trajectory of the batch"),
+    ],
+)
+def test_check_env_names_the_broken_rule(bug, match):
+    with pytest.raises(AssertionError, match=match):
+        testing.check_env(ToyEnv(bug), num_steps=7)
+
+
+def test_check_env_options():
+    with pytest.raises(AssertionError, match="num_envs >= 2"):
+        testing.check_env(ToyEnv(), num_envs=1)
+
+
+# --------------------------------------------------------------------------- retrace guard
+def test_guard_passes_for_a_vmapped_param_sweep(ipd):
+    step = testing.assert_max_traces(ipd.step, n=1)
+    sweep = jax.jit(jax.vmap(step))
+    B = 3
+    keys = jax.random.split(KEY, B)
+    _, states = jax.vmap(ipd.reset)(keys)
+    actions = jnp.zeros((B, 2), jnp.int32)
+    for noise in ([0.0, 0.1, 0.2], [0.3, 0.4, 0.5]):
+        params = jax.vmap(lambda e: ipd.default_params.replace(noise=e))(jnp.asarray(noise))
+        sweep(keys, states, actions, params)
+    assert step.traces == 1
+    # a jitted step called again with new values of the same dtype: no retrace either
+    jstep = jax.jit(testing.assert_max_traces(ipd.step))
+    _, state = ipd.reset(KEY)
+    for noise in (0.1, 0.2, 0.3):
+        jstep(KEY, state, actions[0], ipd.default_params.replace(noise=jnp.float32(noise)))
+
+
+def test_guard_catches_a_retrace(ipd):
+    step = testing.assert_max_traces(ipd.step, n=1)
+    jstep = jax.jit(step)
+    _, state = ipd.reset(KEY)
+    actions = jnp.zeros((2,), jnp.int32)
+    jstep(KEY, state, actions, ipd.default_params)
+    jstep(KEY, state, actions, ipd.default_params.replace(noise=0.1))  # new value, same type
+    assert step.traces == 1
+    # default params are built from Python numbers: weakly typed scalars; a strongly
+    # typed float32 in their place is another signature, so jit traces (and compiles) again
+    assert ipd.default_params.noise.weak_type
+    with pytest.raises(AssertionError, match="traced 2 times"):
+        jstep(KEY, state, actions, ipd.default_params.replace(noise=jnp.float32(0.1)))
+    # and a static argument that changes
+    scaled = testing.assert_max_traces(lambda x, s: x * s)
+    jscaled = jax.jit(scaled, static_argnums=1)
+    jscaled(jnp.ones(2), 0.5)
+    with pytest.raises(AssertionError, match="traced 2 times"):
+        jscaled(jnp.ones(2), 0.25)
+
+
+def test_guard_counts_per_wrapper_and_only_traces(ipd):
+    f = lambda x: x + 1  # noqa: E731
+    a, b = testing.assert_max_traces(f, n=2), testing.assert_max_traces(f)
+    jax.jit(a)(1.0), jax.jit(b)(1.0)
+    assert a.traces == 1 and b.traces == 1  # two guards on one function: two counts
+    a(1.0)  # called eagerly: not a trace
+    assert a.traces == 1
+    jax.eval_shape(a, 1.0)  # the trace jit cached: not traced again
+    assert a.traces == 1
+    jax.eval_shape(a, jnp.ones(3))  # a new shape: traced
+    assert a.traces == 2
+    with pytest.raises(ValueError, match="non-negative int"):
+        testing.assert_max_traces(f, n=-1)
+    zero = jax.jit(testing.assert_max_traces(f, n=0))
+    with pytest.raises(AssertionError, match="at most 0"):
+        zero(1.0)
