@@ -35,7 +35,8 @@ runs of a batched call), times ``num_agents`` for agent-steps. Evaluation inside
 ``train`` is switched off (``evaluate=False``) so only rollout + update is timed.
 
     python scripts/bench_train.py --which cleanup --envs 16 --rollout 128 --updates 4
-    python scripts/bench_train.py --which cleanup --envs 256 --rollout 1000 --updates 1 --minibatches 500 --repeats 1 --no-warmup
+    python scripts/bench_train.py --which cleanup --envs 256 --rollout 1000 --updates 1 --minibatches 500 \
+        --repeats 1 --no-warmup
     python scripts/bench_train.py --which ipd --seeds 1024
     python scripts/bench_train.py --which loop --loop-seeds 32
     python scripts/bench_train.py --which single --envs 16 --rollout 128 --updates 2
@@ -169,7 +170,8 @@ def bench_cleanup(args) -> list[dict]:
     train = jax.jit(make_train(env, config))
     key = run_keys([0])[0]
     compiled, comp = compile_s(train, key)
-    print(f"cleanup IPPO {args.envs}x{args.rollout}x{args.updates}: compiled in {comp:.1f}s", file=sys.stderr, flush=True)
+    print(f"cleanup IPPO {args.envs}x{args.rollout}x{args.updates}: compiled in {comp:.1f}s", file=sys.stderr,
+          flush=True)
     times = timed(lambda: compiled(key), args.repeats, not args.no_warmup)
     return [row("IPPO cleanup", env, config, 1, times, comp, f"preset {CLEANUP_PRESET}, {describe(config)}")]
 
@@ -320,7 +322,8 @@ def bench_loop(args) -> list[dict]:
     return [
         row(f"IPD {n} seeds, one vmapped call", env, config, n, vm_times, vm_comp, ""),
         row(f"IPD {n} seeds, Python loop of {n} jitted single-run calls", env, config, n, loop_times, one_comp,
-            f"speed-up of vmap: {lp / vm:.1f}x compile excluded, {(lp + one_comp) / (vm + vm_comp):.1f}x compile included"),
+            f"speed-up of vmap: {lp / vm:.1f}x compile excluded, "
+            f"{(lp + one_comp) / (vm + vm_comp):.1f}x compile included"),
     ]
 
 
@@ -336,7 +339,8 @@ def markdown(rows: list[dict], command: str, device: str, load: tuple) -> str:
     for r in rows:
         lines.append(
             f"| {r['name']} | {r['env']} | {r['num_agents']} | {r['runs']} | "
-            f"{r['num_envs']} x {r['rollout_len']} x {r['num_updates']} | {r['update_epochs']} x {r['num_minibatches']} | "
+            f"{r['num_envs']} x {r['rollout_len']} x {r['num_updates']} | "
+            f"{r['update_epochs']} x {r['num_minibatches']} | "
             f"{r['env_steps_per_s']:,.0f} | {r['agent_steps_per_s']:,.0f} | {r['median_s']:.3f} | "
             f"{min(r['times_s']):.3f}-{max(r['times_s']):.3f} | {r['compile_s']:.1f} | {r['note']} |"
         )

@@ -119,12 +119,14 @@ def machine() -> dict[str, Any]:
 
 def markdown_table(results: list[dict[str, Any]]) -> str:
     lines = [
-        "| env | obs | N | batch B | steps T | env-steps/s | agent-steps/s | median call s | min-max call s | compile s |",
+        "| env | obs | N | batch B | steps T | env-steps/s | agent-steps/s | median call s | min-max call s "
+        "| compile s |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         lines.append(
-            f"| {r['env']} | {r.get('obs_mode', 'native')} | {r['num_agents']} | {r['batch']} | {r['steps']} | {r['env_steps_per_s']:,.0f} | "
+            f"| {r['env']} | {r.get('obs_mode', 'native')} | {r['num_agents']} | {r['batch']} | {r['steps']} | "
+            f"{r['env_steps_per_s']:,.0f} | "
             f"{r['agent_steps_per_s']:,.0f} | {r['median_s']:.3f} | "
             f"{min(r['times_s']):.3f}-{max(r['times_s']):.3f} | {r['compile_s']:.2f} |"
         )

@@ -126,14 +126,15 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--updates", type=_positive_int, default=None, help="number of updates (= --set num_updates=N)")
     train.add_argument("--out", default=None, help="output folder (default results/<preset>); written whole when the "
                                                    "run ends, never over an earlier result without --overwrite")
-    train.add_argument("--overwrite", action="store_true", help="replace an earlier result (or unfinished run) in --out")
+    train.add_argument("--overwrite", action="store_true",
+                       help="replace an earlier result (or unfinished run) in --out")
     train.add_argument("--checkpoint-every", type=_positive_int, default=None, metavar="K",
                        help="save the complete training state every K updates into OUT/resume/ (atomically), so that "
                             "Ctrl-C or a crash loses at most K updates; continue with --resume OUT (same bits as an "
                             "uninterrupted run)")
     train.add_argument("--resume", default=None, metavar="DIR",
-                       help="continue the unfinished run saved in DIR (by --checkpoint-every); its preset, settings and "
-                            "seeds come from DIR")
+                       help="continue the unfinished run saved in DIR (by --checkpoint-every); its preset, settings "
+                            "and seeds come from DIR")
     train.add_argument("--chunk", type=_positive_int, default=None, metavar="K",
                        help="compute the runs K at a time on each device, so that a run's bits do not depend on "
                             "how many runs share the batch (slower where a wide vmap pays, e.g. on a GPU); by "

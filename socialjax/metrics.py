@@ -324,7 +324,8 @@ def _event(info: Mapping[str, Any], key: str, n: int) -> jax.Array:
         raise ValueError(f"event key {key!r} is not in info; info keys: {sorted(info)}")
     value = jnp.asarray(info[key])
     if value.shape != (n,):
-        raise ValueError(f'info["{key}"] must have shape (num_agents,)=({n},) to be summed per agent, got {value.shape}')
+        raise ValueError(f'info["{key}"] must have shape (num_agents,)=({n},) to be summed per agent, '
+                         f'got {value.shape}')
     return value.astype(jnp.float32)
 
 

@@ -236,7 +236,8 @@ def check_env(
         x = info[k]
         check(x.shape == () and x.dtype == jnp.bool_, f'info["{k}"] must be a () bool, got {x.shape} {x.dtype}')
     x = info["invalid_action"]
-    check(x.shape == (n,) and x.dtype == jnp.bool_, f'info["invalid_action"] must be ({n},) bool, got {x.shape} {x.dtype}')
+    check(x.shape == (n,) and x.dtype == jnp.bool_,
+          f'info["invalid_action"] must be ({n},) bool, got {x.shape} {x.dtype}')
     _check_same_shapes(check, info["final_obs"], obs, 'info["final_obs"]', "the observation")
 
     # 2. the batched rollout, once compiled
@@ -247,7 +248,8 @@ def check_env(
     traj, bad, reset_obs, reset_state = jax.device_get(run(keys, params))
     done, info = traj.done, traj.info
 
-    observed = (("an observation", traj.obs), ('info["final_obs"]', info["final_obs"]), ("a reset's observation", reset_obs))
+    observed = (("an observation", traj.obs), ('info["final_obs"]', info["final_obs"]),
+                ("a reset's observation", reset_obs))
     for what, x in observed:
         for part, part_space, label in _obs_parts(x, obs_space):
             check(np.asarray(part_space.contains(part)), f"{what}{label} lies outside {part_space}")
@@ -276,7 +278,8 @@ def check_env(
         for x, y in zip(leaves(got), leaves(fresh)):
             check(np.array_equal(x[done], y[done]), f"on a done step, step must return the {what} of a fresh reset")
     for final, got in zip(leaves(info["final_obs"]), leaves(after(traj.obs))):
-        check(np.array_equal(final[~done], got[~done]), 'info["final_obs"] must equal the observation on a step without done')
+        check(np.array_equal(final[~done], got[~done]),
+              'info["final_obs"] must equal the observation on a step without done')
 
     # 3. determinism
     again = jax.device_get(run(keys, params))
@@ -350,7 +353,8 @@ def _obs_parts(obs, space: Space):
     if isinstance(space, Dict):
         if not isinstance(obs, dict) or set(obs) != set(space.spaces):
             got = sorted(obs) if isinstance(obs, dict) else type(obs).__name__
-            raise AssertionError(f"the observation must be a dict with keys {sorted(space.spaces)} ({space}), got {got}")
+            raise AssertionError(f"the observation must be a dict with keys {sorted(space.spaces)} ({space}), "
+                                 f"got {got}")
         return [(obs[k], s, f"[{k!r}]") for k, s in space.spaces.items()]
     return [(obs, space, "")]
 
@@ -364,7 +368,8 @@ def _check_obs_shapes(check, obs, space: Space, lead: tuple, what: str) -> None:
         want = lead + tuple(part_space.shape)
         check(
             part.shape == want and part.dtype == part_space.dtype,
-            f"{what}{label} must be {want} {part_space.dtype} (N={lead[0]}, {part_space}), got {part.shape} {part.dtype}",
+            f"{what}{label} must be {want} {part_space.dtype} (N={lead[0]}, {part_space}), "
+            f"got {part.shape} {part.dtype}",
         )
 
 
@@ -375,7 +380,8 @@ def _check_same_shapes(check, got, want, what: str, like: str) -> None:
         (jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_leaves_with_path(want)),
         zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)),
     ):
-        check(a.shape == b.shape and a.dtype == b.dtype, f"{what}{path} is {a.shape} {a.dtype}, {like} {b.shape} {b.dtype}")
+        check(a.shape == b.shape and a.dtype == b.dtype,
+              f"{what}{path} is {a.shape} {a.dtype}, {like} {b.shape} {b.dtype}")
 
 
 def _tree_equal(a, b, exact: bool = True) -> bool:

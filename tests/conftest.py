@@ -26,4 +26,5 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 
 import jax  # noqa: E402  (after the variable, which JAX reads at import)
 
-jax.config.update("jax_disable_most_optimizations", os.environ["JAX_DISABLE_MOST_OPTIMIZATIONS"] not in ("0", "false", "False", ""))
+jax.config.update("jax_disable_most_optimizations", os.environ["JAX_DISABLE_MOST_OPTIMIZATIONS"] not in ("0", "false",
+                                                                                                         "False", ""))

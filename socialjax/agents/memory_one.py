@@ -210,7 +210,8 @@ def policy(strategy, *, observe_round: bool = False) -> Callable[[jax.Array, jax
 def _as_strategy(x, name: str) -> np.ndarray:
     arr = np.asarray(x, dtype=np.float64)
     if arr.shape != (NUM_CODES,):
-        raise ValueError(f"{name} must be a ({NUM_CODES},) memory-one vector [p_first, p_CC, p_CD, p_DC, p_DD], got shape {arr.shape}")
+        raise ValueError(f"{name} must be a ({NUM_CODES},) memory-one vector [p_first, p_CC, p_CD, p_DC, p_DD], "
+                         f"got shape {arr.shape}")
     if np.any(np.isnan(arr)) or np.any(arr < 0) or np.any(arr > 1):
         raise ValueError(f"{name} must hold probabilities in [0, 1], got {arr}")
     return arr

@@ -141,7 +141,8 @@ class ActorCriticLearner:
         }
         if self.recurrent:
             if M % self.num_minibatches:
-                raise ValueError(f"recurrent PPO splits {M} seats into {self.num_minibatches} minibatches: not divisible")
+                raise ValueError(f"recurrent PPO splits {M} seats into {self.num_minibatches} minibatches: "
+                                 "not divisible")
         elif (T * M) % self.num_minibatches:
             raise ValueError(f"PPO splits {T * M} samples into {self.num_minibatches} minibatches: not divisible")
 
@@ -151,7 +152,10 @@ class ActorCriticLearner:
                 perm = jax.random.permutation(key, M)
                 mb = jax.tree_util.tree_map(
                     lambda x: jnp.swapaxes(
-                        jnp.take(x, perm, axis=1).reshape(T, self.num_minibatches, M // self.num_minibatches, *x.shape[2:]), 0, 1
+                        jnp.take(x, perm, axis=1).reshape(T, self.num_minibatches, M // self.num_minibatches,
+                                                          *x.shape[2:]),
+                        0,
+                        1,
                     ),
                     batch,
                 )
@@ -159,7 +163,8 @@ class ActorCriticLearner:
             else:  # minibatches of single steps
                 perm = jax.random.permutation(key, T * M)
                 mb = jax.tree_util.tree_map(
-                    lambda x: x.reshape(T * M, *x.shape[2:])[perm].reshape(self.num_minibatches, -1, *x.shape[2:]), batch
+                    lambda x: x.reshape(T * M, *x.shape[2:])[perm].reshape(self.num_minibatches, -1, *x.shape[2:]),
+                    batch,
                 )
             (params, opt_state), stats = jax.lax.scan(self._minibatch(lr, h), (params, opt_state), mb)
             return (params, opt_state), stats

@@ -123,7 +123,8 @@ def make_scripted(name: str, env) -> Scripted:
         return Scripted(name, _no_slot, lambda key, slot, obs: jnp.full(slot.shape, noop, jnp.int32))
     if name in MEMORY_ONE or name == "random_memory_one":
         if not _is_two_player_matrix(env):
-            raise ValueError(f"scripted member {name!r} needs a two-player matrix game; available: {scripted_names(env)}")
+            raise ValueError(f"scripted member {name!r} needs a two-player matrix game; "
+                             f"available: {scripted_names(env)}")
         base = env.unwrapped if hasattr(env, "unwrapped") else env
         memory = base.memory
 

@@ -51,7 +51,8 @@ class DonorEvolutionConfig:
         return dataclasses.replace(self, **changes)
 
 
-def truncation_select(key: jax.Array, thetas: jax.Array, fitness: jax.Array, num_survivors: int, mutation_std) -> jax.Array:
+def truncation_select(key: jax.Array, thetas: jax.Array, fitness: jax.Array, num_survivors: int,
+                      mutation_std) -> jax.Array:
     """Keep the ``num_survivors`` fittest (random tie-break) and fill the other slots with
     mutated copies of them. ``thetas (N, P)``, ``fitness (N,)`` -> ``(N, P)`` with the
     survivors first, in rank order."""

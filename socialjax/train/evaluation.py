@@ -51,7 +51,8 @@ def make_evaluator(env, params, config: TrainConfig, learner, num_learners: int,
         seat_states = seated.seat_learners(states, row, L)
         key_reset, key_slots, key_run = jax.random.split(key, 3)
         obs, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(key_reset, Ee), params)
-        slots = tuple(m.init_slot(k, Ee * N) for m, k in zip(members, jax.random.split(key_slots, max(len(members), 1))))
+        slots = tuple(m.init_slot(k, Ee * N) for m, k in zip(members, jax.random.split(key_slots, max(len(members),
+                                                                                                      1))))
         acc = jax.vmap(lambda _: social.init(N, event_keys))(jnp.arange(Ee))
 
         def step(carry, key):
@@ -82,7 +83,8 @@ def make_evaluator(env, params, config: TrainConfig, learner, num_learners: int,
         blocks = []  # (name, rows)
         if N >= 2 and L <= MAX_CROSSPLAY:
             i, j = np.meshgrid(np.arange(L), np.arange(L), indexing="ij")
-            blocks.append(("cross", jnp.asarray(np.concatenate([i.reshape(-1, 1), np.repeat(j.reshape(-1, 1), N - 1, axis=1)], axis=1), jnp.int32)))
+            cross = np.concatenate([i.reshape(-1, 1), np.repeat(j.reshape(-1, 1), N - 1, axis=1)], axis=1)
+            blocks.append(("cross", jnp.asarray(cross, jnp.int32)))
         blocks.append(("population", jnp.asarray(seating_rows, jnp.int32)))
         if background:
             focal = (np.arange(L)[:, None] + np.arange(num_focal)[None, :]) % L

@@ -63,7 +63,8 @@ def make_learner(env, config: TrainConfig, seats_per_learner: int, params=None) 
         raise ValueError(f"the learners need a Discrete action space; {env!r} has {action_space}")
     spec = encoder_spec(space, config.network)
     # "auto" becomes a concrete convolution here, for the backend the program will run on
-    common = dict(hidden=config.hidden, recurrent=config.recurrent, embed_dim=config.embed_dim, channels=config.channels,
+    common = dict(hidden=config.hidden, recurrent=config.recurrent, embed_dim=config.embed_dim,
+                  channels=config.channels,
                   conv=resolve_conv(config.conv), precision=config.precision)
     if config.algo in ("ppo", "a2c"):
         return ActorCriticLearner(
@@ -118,9 +119,11 @@ def make_train(env, config: TrainConfig, params=None, progress: Progress | None 
     if config.selection != "none" and L < 2:
         raise ValueError(f"selection={config.selection!r} needs at least 2 learners, the population has {L}")
     if config.algo != "dqn" and not learner.recurrent and (T * M) % config.num_minibatches:
-        raise ValueError(f"{T * M} samples per learner (rollout_len x {M} seats) do not split into {config.num_minibatches} minibatches")
+        raise ValueError(f"{T * M} samples per learner (rollout_len x {M} seats) do not split into "
+                         f"{config.num_minibatches} minibatches")
     if config.algo != "dqn" and learner.recurrent and M % config.num_minibatches:
-        raise ValueError(f"recurrent learners split their {M} seats into {config.num_minibatches} minibatches: not divisible")
+        raise ValueError(f"recurrent learners split their {M} seats into {config.num_minibatches} minibatches: "
+                         "not divisible")
     event_keys = tuple(getattr(env, "event_keys", ()))
     hp_names = config.hparam_names()
     evaluator = None
@@ -170,7 +173,8 @@ def make_train(env, config: TrainConfig, params=None, progress: Progress | None 
             if config.algo != "dqn":
                 prep = _align(prep, rollout, seating, plan, h, T)
             keys = jax.random.split(key_upd, L)
-            new_states, stats = jax.vmap(learner.update, in_axes=(0, 0, 0, 0, None))(states, rollout, prep, keys, progress_frac)
+            new_states, stats = jax.vmap(learner.update, in_axes=(0, 0, 0, 0, None))(states, rollout, prep, keys,
+                                                                                     progress_frac)
             bad = ~jnp.isfinite(stats["loss"]) | ~_all_finite(new_states.params)
             newly = jnp.any(bad) & ~carry["halted"]
             halted = carry["halted"] | jnp.any(bad)
@@ -257,7 +261,8 @@ def _all_finite(tree) -> jax.Array:
 def _seat(plan: SeatPlan, scripted: tuple[Scripted, ...], key: jax.Array) -> dict[str, Any]:
     key_seat, key_slot = jax.random.split(key)
     assign, order = plan.seat(key_seat)
-    slots = tuple(s.init_slot(k, plan.num_envs * plan.num_seats) for s, k in zip(scripted, jax.random.split(key_slot, max(len(scripted), 1))))
+    keys = jax.random.split(key_slot, max(len(scripted), 1))
+    slots = tuple(s.init_slot(k, plan.num_envs * plan.num_seats) for s, k in zip(scripted, keys))
     return {"assign": assign, "order": order, "slots": slots}
 
 

@@ -367,7 +367,8 @@ def restore_snapshot(checkpoint: Checkpoint, train):
     done = int(meta["updates_done"])
     for k, v in checkpoint.metrics.items():
         if v.shape[:2] != (R, done):
-            raise store.ResultError(f"{where}: metrics/{k} has shape {list(v.shape)}, expected {R} runs x {done} updates")
+            raise store.ResultError(f"{where}: metrics/{k} has shape {list(v.shape)}, "
+                                    f"expected {R} runs x {done} updates")
     return Snapshot(done, state, checkpoint.metrics, int(meta["per_device"]), meta["chunk"])
 
 
@@ -447,7 +448,8 @@ def format_summary(result, *, env_name: str | None = None, env_options: dict | N
     per_device = getattr(result, "per_device", None)
     if per_device:
         chunk = getattr(result, "chunk", None)
-        lines.append(f"{per_device} run(s) per device, " + (f"computed {chunk} at a time" if chunk else "computed together")
+        together = f"computed {chunk} at a time" if chunk else "computed together"
+        lines.append(f"{per_device} run(s) per device, " + together
                      + (f"; the program needs {getattr(result, 'memory_bytes', 0) / 2**20:,.1f} MiB per device"
                         if getattr(result, "memory_bytes", 0) else ""))
     lines.append(f"wall time {result.seconds:.1f} s = compile {compile_s:.1f} s + run {run_s:.1f} s; "

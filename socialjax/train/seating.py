@@ -142,7 +142,8 @@ def make_plan(config: TrainConfig, num_seats: int) -> SeatPlan:
             raise ValueError(f"learners {missing} hold no seat in seating {tuple(assign_row)}")
         if len(set(counts[:L].tolist())) != 1:
             raise ValueError(
-                f"every learner must hold the same number of seats; seating {tuple(assign_row)} gives {counts[:L].tolist()}"
+                f"every learner must hold the same number of seats; seating {tuple(assign_row)} gives "
+                f"{counts[:L].tolist()}"
             )
         return SeatPlan(E, N, L, S, int(counts[0]), False, assign.astype(np.int32))
 

@@ -96,7 +96,8 @@ def check_out_file(path: str | os.PathLike, *, overwrite: bool = False, suffixes
     out = Path(path)
     suffixes = tuple(suffixes)
     if out.is_dir():
-        raise OutputError(f"{out} is a folder; give a file path" + (f" ending in {'/'.join(suffixes)}" if suffixes else ""))
+        ending = f" ending in {'/'.join(suffixes)}" if suffixes else ""
+        raise OutputError(f"{out} is a folder; give a file path{ending}")
     if suffixes and out.suffix.lower() not in suffixes:
         raise OutputError(f"{out}: unsupported extension {out.suffix or '(none)'!r}; use one of {', '.join(suffixes)}")
     if out.exists() and not overwrite:
@@ -329,7 +330,8 @@ def verify(path: str | os.PathLike, kind: str | None = None) -> dict:
     manifest; raises :class:`ResultError` naming the folder or file otherwise."""
     folder = Path(path)
     if not folder.is_dir():
-        raise ResultError(f"{folder} does not exist" if not folder.exists() else f"{folder} is a file, not a results folder")
+        raise ResultError(f"{folder} does not exist" if not folder.exists()
+                          else f"{folder} is a file, not a results folder")
     state = folder_state(folder)
     if state == "empty":
         raise ResultError(f"{folder} is empty: not a results folder")

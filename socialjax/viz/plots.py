@@ -7,7 +7,8 @@ from typing import Mapping
 import numpy as np
 
 
-def mean_ci95(values: np.ndarray, axis: int = 0, resamples: int = 2000, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def mean_ci95(values: np.ndarray, axis: int = 0, resamples: int = 2000, seed: int = 0) -> tuple[np.ndarray, np.ndarray,
+                                                                                                np.ndarray]:
     """Mean and bootstrap 95% confidence interval of the mean along ``axis``
     (percentile bootstrap with ``resamples`` resamples). Unlike ``mean +/- 1.96 sem``
     it stays inside the range of the data when the values are heavy-tailed, as final

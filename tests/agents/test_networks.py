@@ -116,7 +116,8 @@ def draw_obs(rng, space, shape):
 def draw_params(rng, net, space):
     """Random parameters for ``MEMBERS`` members (numpy draws, LeCun-like scale: the
     outputs are O(0.1 .. 1), not the near-zero logits of the real initialisation)."""
-    shapes = jax.eval_shape(net.init, jax.random.key(0), init_hidden(net, 1), sample_obs(space, 1), jnp.zeros((1,), bool))
+    shapes = jax.eval_shape(net.init, jax.random.key(0), init_hidden(net, 1), sample_obs(space, 1), jnp.zeros((1,),
+                                                                                                              bool))
 
     def draw(x):
         fan_in = int(np.prod(x.shape[:-1])) if len(x.shape) > 1 else 1
@@ -219,7 +220,8 @@ CLEANUP_SJ_PARAMS = 352 + 6432 + 9248 + 9248 + 247872 + 4224 + 585 + 4224 + 65  
 
 
 def param_shapes(net, space):
-    shapes = jax.eval_shape(net.init, jax.random.key(0), init_hidden(net, 1), sample_obs(space, 1), jnp.zeros((1,), bool))
+    shapes = jax.eval_shape(net.init, jax.random.key(0), init_hidden(net, 1), sample_obs(space, 1), jnp.zeros((1,),
+                                                                                                              bool))
     return {"/".join(k.key for k in path[1:]): x.shape for path, x in jax.tree_util.tree_leaves_with_path(shapes)}
 
 

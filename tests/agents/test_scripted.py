@@ -50,7 +50,8 @@ def test_harvester_without_apples_wanders(harvest):
     """With no apple in view it walks forward or turns, never zaps or stands still."""
     bot = make_scripted("harvester", harvest)
     ahead, behind, side = harvest.view
-    obs = {"grid": jnp.zeros((256, ahead + behind + 1, 2 * side + 1), jnp.uint8), "ready_to_zap": jnp.ones((256,), bool)}
+    obs = {"grid": jnp.zeros((256, ahead + behind + 1, 2 * side + 1), jnp.uint8), "ready_to_zap": jnp.ones((256,),
+                                                                                                           bool)}
     acts = np.asarray(bot.act(jax.random.key(3), jnp.zeros((256,)), obs))
     names = {C.MELTINGPOT_ACTION_NAMES[a] for a in acts}
     assert names == {"forward", "turn_left", "turn_right"}

@@ -41,7 +41,8 @@ def reference_episodes(rewards: np.ndarray, dones: np.ndarray):
     lengths = np.zeros((num_steps, num_envs), np.int64)
     counts = np.zeros((num_steps, num_envs), np.int64)
     for b in range(num_envs):
-        running, length, last, last_length, count = np.zeros(num_agents, np.float32), 0, np.zeros(num_agents, np.float32), 0, 0
+        running, length, last, last_length, count = np.zeros(num_agents, np.float32), 0, np.zeros(num_agents,
+                                                                                                  np.float32), 0, 0
         for t in range(num_steps):
             running = running + rewards[t, b]
             length += 1

@@ -176,7 +176,8 @@ def _sealed_noise(path: Path) -> None:
     (lambda d: (d / "config.json").unlink(), "config.json is missing"),
     (lambda d: (d / "manifest.json").write_text("{"), "manifest.json is damaged"),
     (lambda d: _sealed_noise(d / "metrics.npz"), "metrics.npz is not a readable .npz"),
-    (lambda d: _sealed_noise(d / "checkpoint.msgpack"), "checkpoint.msgpack does not hold the learners of its config.json"),
+    (lambda d: _sealed_noise(d / "checkpoint.msgpack"),
+     "checkpoint.msgpack does not hold the learners of its config.json"),
     (lambda d: reseal(d, "donor-evolution"), "holds a donor-evolution result, not a population result"),
 ])
 def test_damaged_or_foreign_files_are_named(saved, tmp_path, damage, message):

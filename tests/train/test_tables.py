@@ -77,7 +77,8 @@ def test_one_row_per_saved_value(pop, pop_csv):
     header, records = pop_csv
     assert header == ["grid_point", "lr", "seed", "update", "member", "metric", "value"]
     arrays = metric_arrays(pop)
-    assert {"reward_rate", "loss", "nan_update", "eval/crossplay", "eval/reward_rate", "eval/focal_reward_rate"} <= set(arrays)
+    assert {"reward_rate", "loss", "nan_update", "eval/crossplay", "eval/reward_rate",
+            "eval/focal_reward_rate"} <= set(arrays)
     assert len(records) == sum(a.size for a in arrays.values())
     counts = {}
     for r in records:
