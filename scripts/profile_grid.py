@@ -98,7 +98,7 @@ def main(argv=None) -> int:
         return E.beam_hits(cells, reached, agents)
 
     def world(key, state):
-        return env.update_world(key, state.cells, state.timers, state.t, params)
+        return env.update_world(key, state, params)
 
     phases = [("whole step (transition + reset + one observation)", step), ("transition (no observation)", transition),
               ("observation", observe), ("reset state (for the auto-reset)", reset_state),

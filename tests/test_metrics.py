@@ -344,15 +344,18 @@ class TagEnv(Environment):
     event_keys = ("zaps",)
     LENGTH = 4
 
-    def reset_env(self, key, params):
-        return jnp.zeros((self.num_agents, 1)), TagState(step=jnp.zeros((), jnp.int32))
+    def initial_state(self, key, params):
+        return TagState(step=jnp.zeros((), jnp.int32))
 
-    def step_env(self, key, state, actions, params):
+    def transition(self, key, state, actions, params):
         step = state.step + 1
         done = step >= self.LENGTH
         zapped = actions == 1
         info = {"terminated": done, "truncated": jnp.zeros((), bool), "removed": zapped, "zaps": zapped}
-        return jnp.zeros((self.num_agents, 1)), TagState(step=step), (1 - actions).astype(jnp.float32), done, info
+        return TagState(step=step), (1 - actions).astype(jnp.float32), done, info
+
+    def get_obs(self, state, params):
+        return jnp.zeros((self.num_agents, 1))
 
     def action_space(self, params=None):
         return Discrete(2)

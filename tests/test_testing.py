@@ -115,11 +115,13 @@ class ToyEnv(Environment):
         value = 2.0 if self.bug == "obs_outside" else jnp.minimum(state.step, 3) / 3
         return jnp.full((2, 1), value, dtype)
 
-    def reset_env(self, key, params):
-        state = ToyState(step=jnp.zeros((), jnp.int32))
-        return self.obs(state), state
+    def get_obs(self, state, params):
+        return self.obs(state)
 
-    def step_env(self, key, state, actions, params):
+    def initial_state(self, key, params):
+        return ToyState(step=jnp.zeros((), jnp.int32))
+
+    def transition(self, key, state, actions, params):
         state = ToyState(step=state.step + 1)
         if self.bug == "state_shape":
             state = ToyState(step=state.step[None])
@@ -136,7 +138,7 @@ class ToyEnv(Environment):
             del info["truncated"]
         if self.bug == "both_ends":
             info["truncated"] = done
-        return self.obs(state), state, reward, done, info
+        return state, reward, done, info
 
     def prepare_actions(self, actions, params):
         actions, invalid = super().prepare_actions(actions, params)

@@ -1,9 +1,16 @@
 """The environment contract every socialjax environment keeps.
 
-Subclasses implement ``reset_env`` and ``step_env`` (pure functions of key, state,
-actions and params) plus the spaces; the public ``reset``/``step`` here add what every
-environment needs exactly once: default params, input checks at the boundary, the
-handling of out-of-range actions, and the auto-reset when an episode ends.
+Subclasses implement three pure functions plus the spaces:
+
+- ``initial_state(key, params) -> state``: the state at the start of an episode;
+- ``transition(key, state, actions, params) -> (state, reward, done, info)``: one step,
+  never resetting; ``info`` has at least ``"terminated"`` and ``"truncated"``;
+- ``get_obs(state, params) -> obs``: the observation, a function of the state alone.
+
+The public ``reset``/``step`` here add what every environment needs exactly once:
+default params, input checks at the boundary, the handling of out-of-range actions,
+and the auto-reset when an episode ends. ``step`` observes once, after choosing between
+the stepped and the fresh state, so an expensive observation is not computed for both.
 
 Shapes (``N = num_agents``)::
 
@@ -56,39 +63,23 @@ class Environment(Generic[TState, TParams]):
         """Default params; override when defaults depend on static options."""
         return self.params_cls()
 
-    def reset_env(self, key: jax.Array, params: TParams) -> tuple[jax.Array, TState]:
-        if not self._observes_separately():
-            raise NotImplementedError
-        state = self.initial_state(key, params)
-        return self.get_obs(state, params), state
-
-    def step_env(
-        self, key: jax.Array, state: TState, actions: jax.Array, params: TParams
-    ) -> tuple[jax.Array, TState, jax.Array, jax.Array, dict[str, jax.Array]]:
-        if not self._observes_separately():
-            raise NotImplementedError
-        state, reward, done, info = self.transition(key, state, actions, params)
-        return self.get_obs(state, params), state, reward, done, info
-
-    def action_space(self, params: TParams | None = None) -> Space:
-        raise NotImplementedError
-
-    # An environment whose observation is a function of its state alone may implement
-    # these three instead of reset_env/step_env; the public step then computes the
-    # observation once per step, after the auto-reset (not once for each branch).
     def initial_state(self, key: jax.Array, params: TParams) -> TState:
+        """The state at the start of an episode."""
         raise NotImplementedError
 
     def transition(
         self, key: jax.Array, state: TState, actions: jax.Array, params: TParams
     ) -> tuple[TState, jax.Array, jax.Array, dict[str, jax.Array]]:
+        """One step, without resetting: ``(state, reward (N,), done (), info)``, with
+        ``info["terminated"]`` and ``info["truncated"]``."""
         raise NotImplementedError
 
     def get_obs(self, state: TState, params: TParams) -> Any:
+        """The observation ``(N, *obs_shape)`` of ``state``."""
         raise NotImplementedError
 
-    def _observes_separately(self) -> bool:
-        return type(self).get_obs is not Environment.get_obs
+    def action_space(self, params: TParams | None = None) -> Space:
+        raise NotImplementedError
 
     def check_params(self, params: TParams) -> None:
         """Checks of concrete params that need the static options (e.g. an array's
@@ -133,7 +124,8 @@ class Environment(Generic[TState, TParams]):
     def reset(self, key: jax.Array, params: TParams | None = None) -> tuple[jax.Array, TState]:
         params = self._resolve_params(params)
         _check_key(key)
-        return self.reset_env(key, params)
+        state = self.initial_state(key, params)
+        return self.get_obs(state, params), state
 
     def step(
         self,
@@ -146,22 +138,14 @@ class Environment(Generic[TState, TParams]):
         _check_key(key)
         actions, invalid = self.prepare_actions(actions, params)
         key_step, key_reset = jax.random.split(key)
-        if self._observes_separately():
-            # observe once, after choosing between the stepped and the fresh state
-            state_st, reward, done, info = self.transition(key_step, state, actions, params)
-            state = _select(done, self.initial_state(key_reset, params), state_st)
-            obs = self.get_obs(state, params)
-            obs_st = self.get_obs(state_st, params)  # dropped by XLA unless info["final_obs"] is read
-        else:
-            obs_st, state_st, reward, done, info = self.step_env(key_step, state, actions, params)
-            obs_re, state_re = self.reset_env(key_reset, params)
-            state = _select(done, state_re, state_st)
-            obs = _select(done, obs_re, obs_st)
+        state_st, reward, done, info = self.transition(key_step, state, actions, params)
+        state = _select(done, self.initial_state(key_reset, params), state_st)
+        obs = self.get_obs(state, params)
         info = dict(info)
         info["invalid_action"] = invalid
         # the last observation of the finished episode, for bootstrapping at truncation
         # (XLA drops it when nothing reads it)
-        info["final_obs"] = obs_st
+        info["final_obs"] = self.get_obs(state_st, params)
         return obs, state, reward, done, info
 
     def sample_actions(self, key: jax.Array, params: TParams | None = None) -> jax.Array:

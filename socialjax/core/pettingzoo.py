@@ -56,14 +56,14 @@ class PettingZooAdapter(ParallelEnv):
     Agents are ``env.agents`` (``"agent_0" ... "agent_{N-1}"``, the order of the agent
     axis). All agents act every step and the episode ends for all of them at once:
     after the step with ``done``, ``agents`` is empty, the returned observations are
-    the true last ones (the adapter calls the non-resetting ``step_env``), and another
+    the true last ones (the adapter calls the non-resetting ``transition``), and another
     ``step`` raises until :meth:`reset`.
 
     Keys: ``reset(seed=s)`` starts from ``jax.random.key(s)``; ``reset()`` without a
     seed continues the adapter's key chain (first seeded by the ``seed`` argument of
     the constructor, or at random). With ``key`` the chain's key, reset does
     ``key, k = split(key)`` and resets from ``k``; every step does
-    ``key, k = split(key)`` and steps as ``env.step(k, ...)`` would, i.e. ``step_env``
+    ``key, k = split(key)`` and steps as ``env.step(k, ...)`` would, i.e. ``transition``
     with ``split(k)[0]``. So the native ``env.step`` with the same keys and actions
     gives the same rewards (and observations, until its auto-reset).
 
@@ -90,7 +90,7 @@ class PettingZooAdapter(ParallelEnv):
         render_mode: str | None = None,
     ):
         if isinstance(env, Wrapper):
-            # a wrapper's step auto-resets and has no step_env: forwarding would skip it
+            # a wrapper's step auto-resets and has no transition: forwarding would skip it
             raise TypeError(
                 f"PettingZooAdapter takes a bare socialjax environment, got the wrapper {env!r}; "
                 "wrap the environment itself (sj.make(...))"
@@ -130,17 +130,17 @@ class PettingZooAdapter(ParallelEnv):
     # -------------------------------------------------------------- jitted parts
     def _reset_impl(self, key: jax.Array, params: EnvParams) -> tuple[jax.Array, Any, Any]:
         key, key_reset = jax.random.split(key)
-        obs, state = self.env.reset_env(key_reset, params)
-        return key, obs, state
+        state = self.env.initial_state(key_reset, params)
+        return key, self.env.get_obs(state, params), state
 
     def _step_impl(
         self, key: jax.Array, state: Any, actions: jax.Array, params: EnvParams
     ) -> tuple[jax.Array, Any, Any, jax.Array, jax.Array, dict[str, jax.Array]]:
         key, key_now = jax.random.split(key)
-        # the key Environment.step gives step_env (it splits into step and reset keys)
+        # the key Environment.step gives transition (it splits into step and reset keys)
         key_step = jax.random.split(key_now)[0]
-        obs, state, reward, done, info = self.env.step_env(key_step, state, actions, params)
-        return key, obs, state, reward, done, info
+        state, reward, done, info = self.env.transition(key_step, state, actions, params)
+        return key, self.env.get_obs(state, params), state, reward, done, info
 
     # -------------------------------------------------------------- Parallel API
     def reset(

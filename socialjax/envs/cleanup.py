@@ -261,21 +261,21 @@ class _CleanUpBase(GridEnv):
     def dirt_spawn_prob(self, t, fraction, num_clean, params) -> jax.Array:
         raise NotImplementedError
 
-    def update_world(self, key, cells, timers, t, params):
+    def update_world(self, key, state, params):
         """Apples grow at the rate set by the dirt fraction ``f`` (measured after this
         step's cleaning), then dirt spawns. One gather, ``A + 2`` uniform draws, one
         scatter."""
         num_apple = len(self.apple_cells)
         rows, cols = self.world_cells[:, 0], self.world_cells[:, 1]
-        here = cells[rows, cols]
+        here = state.cells[rows, cols]
         apple, river = here[:num_apple], here[num_apple:]
         u = jax.random.uniform(key, (num_apple + 2,))
         num_dirty = jnp.sum(river == C.DIRT, dtype=jnp.float32)
         fraction = num_dirty / len(self.river_cells)
         apple = grow_apples(u[:num_apple], apple, apple_probability(fraction, params.apple_rate, params.threshold))
-        prob = self.dirt_spawn_prob(t, fraction, len(self.river_cells) - num_dirty, params)
+        prob = self.dirt_spawn_prob(state.t, fraction, len(self.river_cells) - num_dirty, params)
         river = spawn_dirt(u[num_apple:], river, prob)
-        return cells.at[rows, cols].set(jnp.concatenate([apple, river])), timers
+        return state.replace(cells=state.cells.at[rows, cols].set(jnp.concatenate([apple, river])))
 
 
 class CleanUp(_CleanUpBase):
@@ -351,7 +351,7 @@ class CleanUpSSD(_CleanUpBase):
     def on_zap_hits(self, hits, state, params):
         """SSD: a hit costs the target ``zap_penalty`` (applied by the base step); nobody
         is removed."""
-        return state.removed, state.tagged, jnp.zeros(self.num_agents, jnp.float32)
+        return state
 
     def dirt_spawn_prob(self, t, fraction, num_clean, params):
         return ssd_waste_spawn_prob(t, fraction, num_clean, params)

@@ -8,9 +8,9 @@ Rules (Leibo et al. 2017; docs/gridworlds.md):
 - A collected apple reappears on its cell exactly ``n_apple`` steps later: collected in
   step ``t``, the cell is empty in the states after steps ``t .. t + n_apple - 1`` and
   holds an apple again after step ``t + n_apple``. The per-cell countdown lives in
-  ``state.timers`` (:func:`start_regrowth`, :func:`regrow_apples`). As everywhere on the
-  grid engine, an apple that reappears under a standing player is collected only by
-  entering the cell again.
+  ``state.timers`` (:class:`GatheringState`; :func:`start_regrowth`,
+  :func:`regrow_apples`). As everywhere on the grid engine, an apple that reappears
+  under a standing player is collected only by entering the cell again.
 - The beam is a straight ray along the heading, width 1, up to the far side of the map:
   it stops at a wall and at the first player on it (``engine.straight_beam``). Apples do
   not stop it. Beaming costs and pays nothing (``zap_cost = zap_penalty = 0``), and there
@@ -59,7 +59,7 @@ from flax import struct
 from socialjax.core.params import param
 from socialjax.envs.grid import constants as C
 from socialjax.envs.grid import engine as E
-from socialjax.envs.grid.base import GridEnv, GridParams
+from socialjax.envs.grid.base import GridEnv, GridParams, GridState
 from socialjax.envs.grid.maps import parse_map, tile
 
 GATHERING_MAP = """
@@ -105,6 +105,12 @@ class GatheringParams(GridParams):
                 raise ValueError(f"GatheringParams.{name}={value!r} must be a whole number of steps / hits")
 
 
+@struct.dataclass
+class GatheringState(GridState):
+    tagged: jax.Array  # (N,) int32 hits since the player last (re-)entered the map
+    timers: jax.Array  # (H, W) int32 steps until each collected apple reappears
+
+
 class Gathering(GridEnv):
     """Gathering (Leibo et al. 2017). Static options: ``num_agents`` (2, at most 6),
     ``episode_length`` (1000, fixed-length episodes), ``obs_mode`` ("codes" | "rgb"),
@@ -129,16 +135,28 @@ class Gathering(GridEnv):
         return {**super().inert_params(),
                 "respawn_delay": f"Gathering removes a player for n_tagged steps after {HITS_TO_TAG} hits: set n_tagged"}
 
-    def eat(self, cells, pos, moved, state, params):
-        cells, timers, eaten = super().eat(cells, pos, moved, state, params)
-        return cells, start_regrowth(timers, pos, eaten, params.n_apple), eaten
+    def initial_state(self, key, params):
+        state = super().initial_state(key, params)
+        return GatheringState(
+            **vars(state), tagged=jnp.zeros(self.num_agents, jnp.int32), timers=jnp.zeros(self.map.shape, jnp.int32)
+        )
+
+    def transition(self, key, state, actions, params):
+        new, reward, done, info = super().transition(key, state, actions, params)
+        respawned = (state.removed > 0) & (new.removed == 0)
+        return new.replace(tagged=jnp.where(respawned, 0, new.tagged)), reward, done, info
+
+    def eat(self, state, moved, params):
+        state, eaten = super().eat(state, moved, params)
+        return state.replace(timers=start_regrowth(state.timers, state.pos, eaten, params.n_apple)), eaten
 
     def on_zap_hits(self, hits, state, params):
         removed, tagged = tag_players(hits.sum(0), state.removed, state.tagged, params.hits_to_tag, params.n_tagged)
-        return removed, tagged, jnp.zeros(self.num_agents, jnp.float32)
+        return state.replace(removed=removed, tagged=tagged)
 
-    def update_world(self, key, cells, timers, t, params):
-        return regrow_apples(cells, timers)
+    def update_world(self, key, state, params):
+        cells, timers = regrow_apples(state.cells, state.timers)
+        return state.replace(cells=cells, timers=timers)
 
 
 def start_regrowth(timers: jax.Array, pos: jax.Array, eaten: jax.Array, n_apple) -> jax.Array:
@@ -162,8 +180,8 @@ def tag_players(hits_taken: jax.Array, removed: jax.Array, tagged: jax.Array, hi
                 ) -> tuple[jax.Array, jax.Array]:
     """Add this step's hits to each present player's count; a present player whose
     count reaches ``hits_to_tag`` is removed for ``n_tagged`` steps (its count is reset
-    when it respawns, by the base step). ``hits_taken``, ``removed``, ``tagged``: ``(N,)
-    int32``. Returns ``(removed, tagged)``."""
+    when it respawns, by :meth:`Gathering.transition`). ``hits_taken``, ``removed``,
+    ``tagged``: ``(N,) int32``. Returns ``(removed, tagged)``."""
     present = removed == 0
     tagged = tagged + jnp.where(present, hits_taken, 0)
     out = present & (tagged >= hits_to_tag)

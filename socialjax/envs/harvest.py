@@ -168,8 +168,8 @@ class Harvest(GridEnv):
         return HarvestParams(regrowth=np.array(PRESETS[self.preset]["regrowth"], np.float32),
                              zap_cooldown=cooldown, respawn_delay=delay)
 
-    def update_world(self, key, cells, timers, t, params):
-        return regrow_apples(key, cells, self.apple_cells, self.neighbours, params.regrowth), timers
+    def update_world(self, key, state, params):
+        return state.replace(cells=regrow_apples(key, state.cells, self.apple_cells, self.neighbours, params.regrowth))
 
 
 def regrow_apples(key, cells, apple_cells: np.ndarray, neighbours: np.ndarray, regrowth) -> jax.Array:
@@ -214,7 +214,7 @@ class HarvestSSD(GridEnv):
     def on_zap_hits(self, hits, state, params):
         """SSD: a hit costs the target ``zap_penalty`` (applied by the base step); nobody
         is removed."""
-        return state.removed, state.tagged, jnp.zeros(self.num_agents, jnp.float32)
+        return state
 
-    def update_world(self, key, cells, timers, t, params):
-        return regrow_apples(key, cells, self.apple_cells, self.neighbours, params.regrowth), timers
+    def update_world(self, key, state, params):
+        return state.replace(cells=regrow_apples(key, state.cells, self.apple_cells, self.neighbours, params.regrowth))

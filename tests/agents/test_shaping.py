@@ -45,15 +45,18 @@ class ScriptedEnv(Environment):
         super().__init__(table.shape[1])
         self.table = table
 
-    def reset_env(self, key, params):
-        return jnp.zeros((self.num_agents, 1)), ScriptState(step=jnp.zeros((), jnp.int32))
+    def initial_state(self, key, params):
+        return ScriptState(step=jnp.zeros((), jnp.int32))
 
-    def step_env(self, key, state, actions, params):
+    def transition(self, key, state, actions, params):
         reward = jnp.asarray(self.table)[state.step] + actions.astype(jnp.float32)
         step = state.step + 1
         done = step >= self.table.shape[0]
         info = {"terminated": done, "truncated": jnp.zeros((), bool)}
-        return jnp.zeros((self.num_agents, 1)), ScriptState(step=step), reward, done, info
+        return ScriptState(step=step), reward, done, info
+
+    def get_obs(self, state, params):
+        return jnp.zeros((self.num_agents, 1))
 
     def action_space(self, params=None):
         return Discrete(3)

@@ -33,13 +33,12 @@ def ssd():
 
 def world_sampler(env):
     """``sample(cells, t, params) -> (NUM_DRAWS, H, W)``: one world update per key."""
-    f = jax.jit(jax.vmap(env.update_world, in_axes=(0, None, None, None, None)))
+    f = jax.jit(jax.vmap(env.update_world, in_axes=(0, None, None)))
     keys = jax.random.split(jax.random.fold_in(KEY, 1), NUM_DRAWS)
-    timers = jnp.zeros(env.map.shape, jnp.int32)
+    state = env.initial_state(KEY, env.default_params)
 
     def sample(cells, t, params):
-        out, _ = f(keys, jnp.asarray(cells), timers, jnp.int32(t), params)
-        return np.array(out)
+        return np.array(f(keys, state.replace(cells=jnp.asarray(cells), t=jnp.int32(t)), params).cells)
 
     return sample
 
@@ -165,14 +164,13 @@ def test_ssd_apple_growth_rate(ssd, ssd_world, num_dirty):
 
 def test_apple_rate_is_a_vmappable_param(mp):
     """A sweep over apple_rate is one vmap: growth scales with it (clean river)."""
-    cells = jnp.asarray(with_dirt(mp, 0))
-    timers = jnp.zeros(mp.map.shape, jnp.int32)
+    state = mp.initial_state(KEY, mp.default_params).replace(cells=jnp.asarray(with_dirt(mp, 0)))
     rates = jnp.array([0.0, 0.02, 0.1])
     params = jax.vmap(lambda r: mp.default_params.replace(apple_rate=r))(rates)
     keys = jax.random.split(KEY, 500)
 
     def grown(params):
-        out = jax.vmap(lambda k: mp.update_world(k, cells, timers, jnp.int32(0), params)[0])(keys)
+        out = jax.vmap(lambda k: mp.update_world(k, state, params).cells)(keys)
         return jnp.mean(out[:, mp.apple_cells[:, 0], mp.apple_cells[:, 1]] == C.APPLE)
 
     measured = np.asarray(jax.jit(jax.vmap(grown))(params))

@@ -193,33 +193,15 @@ class DonorGame(Environment):
         known = jnp.where(is_donor[:, None], new_known, state.trace_known)
         return trace, known
 
-    def observe(self, state: DonorState) -> jax.Array:
-        partner, is_donor = self.pairing(state.order, state.step)
-        game, rnd = state.step // self.rounds_per_game, state.step % self.rounds_per_game
-        n = self.num_agents
-        scalars = jnp.stack(
-            [
-                is_donor.astype(jnp.float32),
-                state.resources,
-                state.resources[partner],
-                jnp.full(n, rnd, jnp.float32),
-                jnp.full(n, game, jnp.float32),
-            ],
-            axis=1,
-        )
-        return jnp.concatenate(
-            [scalars, state.trace[partner], state.trace_known[partner].astype(jnp.float32)], axis=1
-        )
-
     def _fresh_game(self, params) -> tuple[jax.Array, jax.Array, jax.Array]:
         n, d = self.num_agents, self.trace_depth
         resources = jnp.full((n,), params.initial_resources, jnp.float32)
         return resources, jnp.zeros((n, d), jnp.float32), jnp.zeros((n, d), bool)
 
     # -- contract ------------------------------------------------------------
-    def reset_env(self, key, params):
+    def initial_state(self, key, params):
         resources, trace, known = self._fresh_game(params)
-        state = DonorState(
+        return DonorState(
             resources=resources,
             trace=trace,
             trace_known=known,
@@ -229,9 +211,8 @@ class DonorGame(Environment):
             step=jnp.zeros((), jnp.int32),
             generation_final=jnp.zeros((self.games_per_generation, self.num_agents), jnp.float32),
         )
-        return self.observe(state), state
 
-    def step_env(self, key, state, actions, params):
+    def transition(self, key, state, actions, params):
         partner, is_donor = self.pairing(state.order, state.step)
         fractions = jnp.where(is_donor, self.action_fractions(actions), 0.0)
         out = self.transfer(state.resources, fractions, partner, is_donor, params)
@@ -267,9 +248,28 @@ class DonorGame(Environment):
             "final_resources": out["resources"],
             "generation_final_resources": generation_final,
         }
-        # at the very end the observation is of a finished generation; auto-reset replaces it
-        obs = self.observe(new_state.replace(step=jnp.minimum(new_state.step, self.episode_length - 1)))
-        return obs, new_state, reward, done, info
+        return new_state, reward, done, info
+
+    def get_obs(self, state, params):
+        # a finished generation (only ever seen as info["final_obs"]) is observed as
+        # its last round
+        step = jnp.minimum(state.step, self.episode_length - 1)
+        partner, is_donor = self.pairing(state.order, step)
+        game, rnd = step // self.rounds_per_game, step % self.rounds_per_game
+        n = self.num_agents
+        scalars = jnp.stack(
+            [
+                is_donor.astype(jnp.float32),
+                state.resources,
+                state.resources[partner],
+                jnp.full(n, rnd, jnp.float32),
+                jnp.full(n, game, jnp.float32),
+            ],
+            axis=1,
+        )
+        return jnp.concatenate(
+            [scalars, state.trace[partner], state.trace_known[partner].astype(jnp.float32)], axis=1
+        )
 
     def action_space(self, params=None):
         if self.action_levels is None:

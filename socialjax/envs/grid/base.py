@@ -81,14 +81,14 @@ class GridState:
     removed: jax.Array  # (N,) int32 steps left off the map (0: present)
     zap_cooldown: jax.Array  # (N,) int32
     clean_cooldown: jax.Array  # (N,) int32
-    tagged: jax.Array  # (N,) int32 hits since last (re)entry (Gathering)
-    timers: jax.Array  # (H, W) int32 per-cell regrowth timers (Gathering)
     t: jax.Array  # () int32 steps taken
 
 
 class GridEnv(Environment):
     """Base of the spatial games. Subclasses set the map, action table, beams and the
-    hooks :meth:`eat`, :meth:`on_zap_hits`, :meth:`update_world`, :meth:`walkable`."""
+    hooks :meth:`eat`, :meth:`on_zap_hits`, :meth:`update_world`, :meth:`walkable`.
+    The hooks take and return the game's state; a game with state of its own extends
+    :class:`GridState` and :meth:`initial_state` (as Gathering does)."""
 
     params_cls = GridParams
     action_table: np.ndarray = C.MELTINGPOT_ACTIONS
@@ -194,25 +194,27 @@ class GridEnv(Environment):
         """``(H, W) bool``: cells an agent may enter (default: anything but walls)."""
         return cells != C.WALL
 
-    def eat(self, cells, pos, moved, state, params):
-        """Apples eaten by agents that entered an apple cell: returns
-        ``(cells, timers, eaten (N,) int32)``."""
+    def eat(self, state, moved, params):
+        """Agents that moved (``moved (N,) bool``) onto a live apple eat it; ``state``
+        has this step's positions. Returns ``(state, eaten (N,) int32)``."""
+        cells, pos = state.cells, state.pos
         here = cells[pos[:, 0], pos[:, 1]]
         eaten = moved & (here == C.APPLE)
         rows = jnp.where(eaten, pos[:, 0], cells.shape[0])
         cells = cells.at[rows, pos[:, 1]].set(C.APPLE_CELL, mode="drop")
-        return cells, state.timers, eaten.astype(jnp.int32)
+        return state.replace(cells=cells), eaten.astype(jnp.int32)
 
     def on_zap_hits(self, hits, state, params):
         """Melting Pot: any hit removes the agent for ``respawn_delay`` steps. ``hits
-        (N_shooter, N_target)``. Returns ``(removed (N,), tagged (N,), reward (N,))``."""
+        (N_shooter, N_target)``; ``state.removed`` is still that before the step.
+        Returns the state with the new ``removed``."""
         hit = hits.sum(0) > 0
-        removed = jnp.where(hit & (state.removed == 0), params.respawn_delay, state.removed)
-        return removed, state.tagged, jnp.zeros(self.num_agents, jnp.float32)
+        return state.replace(removed=jnp.where(hit & (state.removed == 0), params.respawn_delay, state.removed))
 
-    def update_world(self, key, cells, timers, t, params):
-        """Regrowth, dirt: returns ``(cells, timers)``."""
-        return cells, timers
+    def update_world(self, key, state, params):
+        """Regrowth, dirt: returns the state with the new ``cells`` (``state.t`` is still
+        the step count before this step)."""
+        return state
 
     def initial_cells(self, key, params) -> jax.Array:
         return jnp.asarray(self.map.cells)
@@ -227,7 +229,6 @@ class GridEnv(Environment):
             chosen = E.random_order(jax.random.fold_in(key_pos, i), points.shape[0], len(members))
             pos = pos.at[members].set(points[chosen])
         n = self.num_agents
-        h, w = self.map.shape
         return GridState(
             cells=self.initial_cells(key_cells, params),
             pos=pos,
@@ -235,8 +236,6 @@ class GridEnv(Environment):
             removed=jnp.zeros(n, jnp.int32),
             zap_cooldown=jnp.zeros(n, jnp.int32),
             clean_cooldown=jnp.zeros(n, jnp.int32),
-            tagged=jnp.zeros(n, jnp.int32),
-            timers=jnp.zeros((h, w), jnp.int32),
             t=jnp.zeros((), jnp.int32),
         )
 
@@ -254,7 +253,7 @@ class GridEnv(Environment):
         target, wants = E.move_targets(state.pos, heading, rel_move)
         pos, moved = E.resolve_moves(k_move, state.pos, target, wants, self.walkable(state.cells), present)
         # 2. eating
-        cells, timers, eaten = self.eat(state.cells, pos, moved, state, params)
+        new, eaten = self.eat(state.replace(pos=pos, heading=heading), moved, params)
         reward = eaten.astype(jnp.float32)
         # 3. beams
         agents = E.agent_grid(self.map.shape, pos, present)
@@ -263,9 +262,10 @@ class GridEnv(Environment):
         zap_cells, zap_reached = E.trace_beams(self.zap_rays, pos, heading, zapping, jnp.asarray(self.walls), agents)
         hits = E.beam_hits(zap_cells, zap_reached, agents)
         zap_cd = jnp.where(zapping, params.zap_cooldown, zap_cd)
-        removed, tagged, hit_reward = self.on_zap_hits(hits, state, params)
+        new = self.on_zap_hits(hits, new, params)
         times_zapped = hits.sum(0)
-        reward = reward + hit_reward + params.zap_cost * zapping + params.zap_penalty * times_zapped
+        reward = reward + params.zap_cost * zapping + params.zap_penalty * times_zapped
+        cells = new.cells
         clean_cd = jnp.maximum(state.clean_cooldown - 1, 0)
         cleaned = jnp.zeros(n, jnp.int32)
         if self.clean_rays is not None:
@@ -280,19 +280,17 @@ class GridEnv(Environment):
             cells = cells.at[rows, clean_cells[..., 1]].set(C.RIVER, mode="drop")
             clean_cd = jnp.where(cleaning, params.clean_cooldown, clean_cd)
         # 4. the world
-        before = cells
-        cells, timers = self.update_world(k_world, cells, timers, state.t, params)
+        new = self.update_world(k_world, new.replace(cells=cells), params)
         if not self.spawn_under_agents:
-            cells = jnp.where(agents >= 0, before, cells)
+            new = new.replace(cells=jnp.where(agents >= 0, cells, new.cells))
         # 5. removal timers and respawn (agents removed before this step count down)
         was_removed = ~present
-        removed = jnp.where(was_removed, jnp.maximum(removed - 1, 0), removed)
+        removed = jnp.where(was_removed, jnp.maximum(new.removed - 1, 0), new.removed)
         due = was_removed & (removed == 0)
         agents_now = E.agent_grid(self.map.shape, pos, (removed == 0) & ~due)
         spawn = E.random_free_points(k_spawn, jnp.asarray(self.spawn_points), agents_now, due)
         pos = jnp.where(due[:, None], spawn, pos)
         heading = jnp.where(due, jax.random.randint(k_head, (n,), 0, 4, jnp.int32), heading)
-        tagged = jnp.where(due, 0, tagged)
         # removed agents get no reward
         reward = jnp.where(present, reward, 0.0)
         # 6. episode end
@@ -304,9 +302,8 @@ class GridEnv(Environment):
         else:
             terminated = jnp.zeros((), bool)
             truncated = t >= self.episode_length
-        new_state = GridState(
-            cells=cells, pos=pos, heading=heading, removed=removed, zap_cooldown=zap_cd,
-            clean_cooldown=clean_cd, tagged=tagged, timers=timers, t=t,
+        new = new.replace(
+            pos=pos, heading=heading, removed=removed, zap_cooldown=zap_cd, clean_cooldown=clean_cd, t=t
         )
         info = {
             "terminated": terminated,
@@ -317,7 +314,7 @@ class GridEnv(Environment):
             "cells_cleaned": cleaned,
             "removed": removed > 0,
         }
-        return new_state, reward, terminated | truncated, info
+        return new, reward, terminated | truncated, info
 
     # ------------------------------------------------------------------ observation
     def get_obs(self, state: GridState, params) -> dict:

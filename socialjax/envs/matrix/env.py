@@ -120,21 +120,14 @@ class _IteratedGame(Environment):
         defectors = jnp.sum(executed)
         return 1 + self.num_agents * executed + (defectors - executed)
 
-    def observe(self, state: MatrixState) -> jax.Array:
-        if not self.observe_round:
-            return state.history
-        rnd = jnp.broadcast_to(state.round, (self.num_agents, 1)).astype(jnp.int32)
-        return jnp.concatenate([state.history, rnd], axis=1)
-
     # -- contract ------------------------------------------------------------
-    def reset_env(self, key, params):
-        state = MatrixState(
+    def initial_state(self, key, params):
+        return MatrixState(
             history=jnp.full((self.num_agents, self.memory), START, jnp.int32),
             round=jnp.zeros((), jnp.int32),
         )
-        return self.observe(state), state
 
-    def step_env(self, key, state, actions, params):
+    def transition(self, key, state, actions, params):
         key_noise, key_end = jax.random.split(key)
         executed, flipped = self.apply_noise(key_noise, actions, params.noise)
         reward = self.stage_payoffs(executed, params).astype(jnp.float32)
@@ -147,7 +140,6 @@ class _IteratedGame(Environment):
         terminated = ended_by_chance | (at_cap & fixed_length)
         truncated = at_cap & ~terminated
         done = terminated | truncated
-        new_state = MatrixState(history=history, round=rnd)
         info = {
             "terminated": terminated,
             "truncated": truncated,
@@ -157,7 +149,13 @@ class _IteratedGame(Environment):
             "cooperated": executed == COOPERATE,
             "round": rnd,
         }
-        return self.observe(new_state), new_state, reward, done, info
+        return MatrixState(history=history, round=rnd), reward, done, info
+
+    def get_obs(self, state, params):
+        if not self.observe_round:
+            return state.history
+        rnd = jnp.broadcast_to(state.round, (self.num_agents, 1)).astype(jnp.int32)
+        return jnp.concatenate([state.history, rnd], axis=1)
 
     def action_space(self, params=None):
         return Discrete(2)
