@@ -55,7 +55,6 @@ def main(argv=None) -> int:
         return jax.lax.scan(body, state, jax.random.split(key, 100))[0]
 
     states = jax.jit(jax.vmap(warm))(jax.random.split(jax.random.key(0), b))
-    actions = jax.vmap(lambda k: env.sample_actions(k, params))(jax.random.split(jax.random.key(1), b))
 
     def loop(phase):
         """``phase(key, state) -> pytree``: scanned ``iters`` times over the batch."""

@@ -4,29 +4,122 @@ from socialjax.core.registry import _REGISTRY, register
 
 _ENVS = {
     # name: (target, description, preset options)
-    "ipd": ("socialjax.envs.matrix.env:MatrixGame", "iterated prisoner's dilemma, (T,R,P,S)=(5,3,1,0)", {"game": "prisoners_dilemma"}),
-    "stag_hunt": ("socialjax.envs.matrix.env:MatrixGame", "iterated stag hunt, R=4 T=3 P=1 S=0", {"game": "stag_hunt"}),
-    "chicken": ("socialjax.envs.matrix.env:MatrixGame", "iterated chicken, (T,R,S,P)=(4,3,1,0)", {"game": "chicken"}),
-    "matrix_game": ("socialjax.envs.matrix.env:MatrixGame", "any iterated 2x2 game (payoffs are params)", {}),
-    "nplayer_matrix": ("socialjax.envs.matrix.env:NPlayerMatrixGame", "N-player game: payoff from own action and number of other cooperators", {}),
-    "donor_game": ("socialjax.envs.donor.env:DonorGame", "donor game with reputation traces (Vallinder & Hughes 2024)", {}),
-    "harvest_open": ("socialjax.envs.harvest:Harvest", "Melting Pot Commons Harvest, open map, 7 players", {"preset": "open"}),
-    "harvest_closed": ("socialjax.envs.harvest:Harvest", "Melting Pot Commons Harvest, closed map, 7 players", {"preset": "closed"}),
-    "harvest_partnership": ("socialjax.envs.harvest:Harvest", "Melting Pot Commons Harvest, partnership map, 7 players", {"preset": "partnership"}),
-    "harvest_ssd": ("socialjax.envs.harvest:HarvestSSD", "original SSD Harvest (Hughes et al. 2018), 5 players, fines", {}),
-    "cleanup": ("socialjax.envs.cleanup:CleanUp", "Melting Pot Clean Up, 7 players: clean the river so apples grow", {}),
-    "cleanup_ssd": ("socialjax.envs.cleanup:CleanUpSSD", "original SSD Cleanup (Hughes et al. 2018), 5 players, fines", {}),
-    "gathering": ("socialjax.envs.gathering:Gathering", "Gathering (Leibo et al. 2017), 2 players, apples back after n_apple steps, 2 hits tag out", {}),
-    "partner_punishment": ("socialjax.envs.institutions.partner_punishment:PartnerPunishment", "repeated PD with partner selection, reputation, direct/third-party punishment (Dasgupta & Musolesi)", {}),
-    "commons": ("socialjax.envs.institutions.commons:Commons", "common-pool fishery, logistic regrowth, 5 harvesters; optional monitoring, sanctions, quota vote", {"preset": "logistic"}),
-    "commons_govsim": ("socialjax.envs.institutions.commons:Commons", "GovSim fishery: stock doubles up to 100, collapses below 5; 5 agents, 12 rounds", {"preset": "govsim"}),
-    "commons_ostrom": ("socialjax.envs.institutions.commons:Commons", "Ostrom-Gardner-Walker lab CPR: 8 players, 25 tokens, pool pays 23X - 0.25X^2", {"preset": "ostrom"}),
-    "indirect_reciprocity": ("socialjax.envs.institutions.indirect_reciprocity:IndirectReciprocity", "donor game with reputations under image scoring / simple standing / stern judging / shunning (Nowak & Sigmund 1998, Ohtsuki & Iwasa 2004)", {}),
-    "lattice_pd": ("socialjax.envs.institutions.lattice_pd:LatticePD", "prisoner's dilemma on a periodic 30x30 lattice against 4 neighbours (Weng & Lee 2026)", {}),
-    "public_goods": ("socialjax.envs.institutions.public_goods:PublicGoods", "public goods game, groups of 4, endowment 20, MPCR 0.4 (Fehr & Gaechter)", {}),
-    "public_goods_punishment": ("socialjax.envs.institutions.public_goods:PublicGoods", "public goods game with peer punishment, 1:3 cost:fine (Fehr & Gaechter 2002)", {"punishment": True}),
-    "public_goods_punishment_2000": ("socialjax.envs.institutions.public_goods:PublicGoods", "public goods game with punishment, convex costs, 10% cut per point (Fehr & Gaechter 2000)", {"punishment": True, "design": "2000"}),
-    "public_goods_sequential": ("socialjax.envs.institutions.public_goods:PublicGoods", "sequential public goods game MAC-SPGG (Liang et al. 2025)", {"sequential": True}),
+    "ipd": (
+        "socialjax.envs.matrix.env:MatrixGame",
+        "iterated prisoner's dilemma, (T,R,P,S)=(5,3,1,0)",
+        {"game": "prisoners_dilemma"},
+    ),
+    "stag_hunt": (
+        "socialjax.envs.matrix.env:MatrixGame",
+        "iterated stag hunt, R=4 T=3 P=1 S=0",
+        {"game": "stag_hunt"},
+    ),
+    "chicken": (
+        "socialjax.envs.matrix.env:MatrixGame",
+        "iterated chicken, (T,R,S,P)=(4,3,1,0)",
+        {"game": "chicken"},
+    ),
+    "matrix_game": (
+        "socialjax.envs.matrix.env:MatrixGame",
+        "any iterated 2x2 game (payoffs are params)",
+        {},
+    ),
+    "nplayer_matrix": (
+        "socialjax.envs.matrix.env:NPlayerMatrixGame",
+        "N-player game: payoff from own action and number of other cooperators",
+        {},
+    ),
+    "donor_game": (
+        "socialjax.envs.donor.env:DonorGame",
+        "donor game with reputation traces (Vallinder & Hughes 2024)",
+        {},
+    ),
+    "harvest_open": (
+        "socialjax.envs.harvest:Harvest",
+        "Melting Pot Commons Harvest, open map, 7 players",
+        {"preset": "open"},
+    ),
+    "harvest_closed": (
+        "socialjax.envs.harvest:Harvest",
+        "Melting Pot Commons Harvest, closed map, 7 players",
+        {"preset": "closed"},
+    ),
+    "harvest_partnership": (
+        "socialjax.envs.harvest:Harvest",
+        "Melting Pot Commons Harvest, partnership map, 7 players",
+        {"preset": "partnership"},
+    ),
+    "harvest_ssd": (
+        "socialjax.envs.harvest:HarvestSSD",
+        "original SSD Harvest (Hughes et al. 2018), 5 players, fines",
+        {},
+    ),
+    "cleanup": (
+        "socialjax.envs.cleanup:CleanUp",
+        "Melting Pot Clean Up, 7 players: clean the river so apples grow",
+        {},
+    ),
+    "cleanup_ssd": (
+        "socialjax.envs.cleanup:CleanUpSSD",
+        "original SSD Cleanup (Hughes et al. 2018), 5 players, fines",
+        {},
+    ),
+    "gathering": (
+        "socialjax.envs.gathering:Gathering",
+        "Gathering (Leibo et al. 2017), 2 players, apples back after n_apple steps, 2 hits tag out",
+        {},
+    ),
+    "partner_punishment": (
+        "socialjax.envs.institutions.partner_punishment:PartnerPunishment",
+        "repeated PD with partner selection, reputation, direct/third-party punishment (Dasgupta & Musolesi)",
+        {},
+    ),
+    "commons": (
+        "socialjax.envs.institutions.commons:Commons",
+        "common-pool fishery, logistic regrowth, 5 harvesters; optional monitoring, sanctions, quota vote",
+        {"preset": "logistic"},
+    ),
+    "commons_govsim": (
+        "socialjax.envs.institutions.commons:Commons",
+        "GovSim fishery: stock doubles up to 100, collapses below 5; 5 agents, 12 rounds",
+        {"preset": "govsim"},
+    ),
+    "commons_ostrom": (
+        "socialjax.envs.institutions.commons:Commons",
+        "Ostrom-Gardner-Walker lab CPR: 8 players, 25 tokens, pool pays 23X - 0.25X^2",
+        {"preset": "ostrom"},
+    ),
+    "indirect_reciprocity": (
+        "socialjax.envs.institutions.indirect_reciprocity:IndirectReciprocity",
+        "donor game with reputations under image scoring / simple standing / stern judging / shunning (Nowak "
+        "& Sigmund 1998, Ohtsuki & Iwasa 2004)",
+        {},
+    ),
+    "lattice_pd": (
+        "socialjax.envs.institutions.lattice_pd:LatticePD",
+        "prisoner's dilemma on a periodic 30x30 lattice against 4 neighbours (Weng & Lee 2026)",
+        {},
+    ),
+    "public_goods": (
+        "socialjax.envs.institutions.public_goods:PublicGoods",
+        "public goods game, groups of 4, endowment 20, MPCR 0.4 (Fehr & Gaechter)",
+        {},
+    ),
+    "public_goods_punishment": (
+        "socialjax.envs.institutions.public_goods:PublicGoods",
+        "public goods game with peer punishment, 1:3 cost:fine (Fehr & Gaechter 2002)",
+        {"punishment": True},
+    ),
+    "public_goods_punishment_2000": (
+        "socialjax.envs.institutions.public_goods:PublicGoods",
+        "public goods game with punishment, convex costs, 10% cut per point (Fehr & Gaechter 2000)",
+        {"punishment": True, "design": "2000"},
+    ),
+    "public_goods_sequential": (
+        "socialjax.envs.institutions.public_goods:PublicGoods",
+        "sequential public goods game MAC-SPGG (Liang et al. 2025)",
+        {"sequential": True},
+    ),
 }
 
 

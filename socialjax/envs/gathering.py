@@ -133,7 +133,8 @@ class Gathering(GridEnv):
 
     def inert_params(self):
         return {**super().inert_params(),
-                "respawn_delay": f"Gathering removes a player for n_tagged steps after {HITS_TO_TAG} hits: set n_tagged"}
+                "respawn_delay": f"Gathering removes a player for n_tagged steps after {HITS_TO_TAG} hits: "
+                "set n_tagged"}
 
     def initial_state(self, key, params):
         state = super().initial_state(key, params)

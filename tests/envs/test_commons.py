@@ -238,7 +238,8 @@ def test_sanctions_fine_the_excess_into_a_pot(full):
 
 
 def test_sanction_detection_rate():
-    env = Commons(preset="logistic", sanctions="destroy").with_params(detection_prob=0.3, initial_stock=100.0, capacity=100.0)
+    env = Commons(preset="logistic", sanctions="destroy")
+    env = env.with_params(detection_prob=0.3, initial_stock=100.0, capacity=100.0)
     _, state = env.reset(KEY)
     acts = jnp.full((5,), 10, jnp.int32)
     keys = jax.random.split(jax.random.key(7), 2000)

@@ -118,7 +118,9 @@ def test_pairing_schedules(schedule):
 def test_full_donation_matches_schedule_derivation(env):
     """Everyone gives everything: derive the final resources from the schedule alone."""
     state, _, _, _, _, info = jax.device_get(
-        jax.jit(lambda k: rollout(env, k, env.episode_length, jnp.ones((env.episode_length, env.num_agents))))(jax.random.key(0))
+        jax.jit(lambda k: rollout(env, k, env.episode_length, jnp.ones((env.episode_length, env.num_agents))))(
+            jax.random.key(0)
+        )
     )
     seq, _, half = donor_halves(env, state, info)
     g, w0 = float(env.default_params.multiplier), float(env.default_params.initial_resources)
@@ -176,7 +178,8 @@ def test_punishment_floor_and_cost():
     res = np.asarray(state.resources)
     cost = 0.5 * res[donor]
     fine = min(2 * cost, res[1 - donor])
-    np.testing.assert_allclose(np.asarray(info["final_resources"]), [res[0] - (cost if donor == 0 else fine), res[1] - (cost if donor == 1 else fine)])
+    expected = [res[0] - (cost if donor == 0 else fine), res[1] - (cost if donor == 1 else fine)]
+    np.testing.assert_allclose(np.asarray(info["final_resources"]), expected)
     assert float(info["punish_cost"][donor]) == pytest.approx(cost)
     assert float(info["fine"][1 - donor]) == pytest.approx(fine)
 

@@ -99,7 +99,10 @@ def place(env, key, pos, heading):
     return state.replace(pos=jnp.asarray(pos, jnp.int32), heading=jnp.asarray(heading, jnp.int32))
 
 
-@pytest.mark.parametrize("cooldown,expected", [(0, [1, 1, 1, 1, 1, 1]), (1, [1, 0, 1, 0, 1, 0]), (2, [1, 0, 0, 1, 0, 0]), (3, [1, 0, 0, 0, 1, 0])])
+@pytest.mark.parametrize(
+    "cooldown,expected",
+    [(0, [1, 1, 1, 1, 1, 1]), (1, [1, 0, 1, 0, 1, 0]), (2, [1, 0, 0, 1, 0, 0]), (3, [1, 0, 0, 0, 1, 0])],
+)
 def test_zap_cooldown_timing(env, step, cooldown, expected):
     params = env.default_params.replace(zap_cooldown=cooldown)
     state = place(env, jax.random.key(0), [[12, 3], [12, 20]], [N, N])  # far apart: nobody hit
@@ -197,7 +200,8 @@ def test_a_chain_moves_when_the_front_agent_goes_first(env):
 
 def test_all_four_headings_at_spawn_equally():
     env = sj.make("harvest_open")
-    headings = np.asarray(jax.jit(jax.vmap(lambda k: env.reset(k)[1].heading))(jax.random.split(jax.random.key(0), 4000)))
+    keys = jax.random.split(jax.random.key(0), 4000)
+    headings = np.asarray(jax.jit(jax.vmap(lambda k: env.reset(k)[1].heading))(keys))
     counts = np.bincount(headings.ravel(), minlength=4)
     expected = headings.size / 4  # 7000 each; binomial sd ~ 72
     assert np.all(np.abs(counts - expected) < 5 * np.sqrt(headings.size * 0.25 * 0.75)), counts

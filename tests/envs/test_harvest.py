@@ -3,7 +3,6 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pytest
 
 import socialjax as sj
 from socialjax.envs.grid import constants as C

@@ -17,13 +17,13 @@ from socialjax.envs.grid import constants as C
 
 # ---------------------------------------------------------------------------- geometry
 def rotate(frame_offsets: np.ndarray) -> np.ndarray:
-    """``(..., 2)`` offsets ``(f, l)`` in the agent frame -> ``(4, ..., 2)`` map offsets
-    ``(drow, dcol)`` for each heading."""
-    f, l = frame_offsets[..., 0], frame_offsets[..., 1]
+    """``(..., 2)`` offsets ``(f, r)`` (ahead, to the right) in the agent frame ->
+    ``(4, ..., 2)`` map offsets ``(drow, dcol)`` for each heading."""
+    f, r = frame_offsets[..., 0], frame_offsets[..., 1]
     out = []
     for h in range(4):
         ahead, right = C.DIRECTIONS[h], C.DIRECTIONS[(h + 1) % 4]
-        out.append(f[..., None] * ahead + l[..., None] * right)
+        out.append(f[..., None] * ahead + r[..., None] * right)
     return np.stack(out).astype(np.int32)
 
 
@@ -34,8 +34,8 @@ def window_offsets(ahead: int, behind: int, side: int) -> np.ndarray:
     rows = np.arange(ahead + behind + 1)
     cols = np.arange(2 * side + 1)
     f = ahead - rows[:, None] + 0 * cols[None, :]
-    l = cols[None, :] - side + 0 * rows[:, None]
-    return rotate(np.stack([f, l], axis=-1))
+    r = cols[None, :] - side + 0 * rows[:, None]
+    return rotate(np.stack([f, r], axis=-1))
 
 
 class Rays:
@@ -81,8 +81,8 @@ def ssd_beam(length: int, width: int) -> Rays:
     ahead (the centre ray reaches one cell further, as the original code's notes say)."""
     half = width // 2
     rays, gate = [[(f, 0) for f in range(1, length + 1)]], [-1]
-    for l in [s * r for r in range(1, half + 1) for s in (-1, 1)]:
-        rays.append([(f, l) for f in range(0, length)])
+    for side in [s * r for r in range(1, half + 1) for s in (-1, 1)]:
+        rays.append([(f, side) for f in range(0, length)])
         gate.append(-1)
     return Rays(rays, gate)
 

@@ -11,8 +11,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from socialjax.envs.grid import constants as C
-
 
 @dataclass(frozen=True)
 class Tile:

@@ -194,7 +194,8 @@ class Commons(Environment):
         num_agents = defaults["num_agents"] if num_agents is None else num_agents
         num_levels = defaults["num_levels"] if num_levels is None else num_levels
         episode_length = defaults["episode_length"] if episode_length is None else episode_length
-        for name, value, low in (("num_agents", num_agents, 2), ("num_levels", num_levels, 2), ("episode_length", episode_length, 1)):
+        bounds = (("num_agents", num_agents, 2), ("num_levels", num_levels, 2), ("episode_length", episode_length, 1))
+        for name, value, low in bounds:
             check_int(name, value, low)
         check_choice("sanctions", sanctions, SANCTIONS)
         monitoring = check_bool("monitoring", monitoring)

@@ -392,7 +392,8 @@ def evolve_strategies(
     strategy_ids = jnp.asarray(strategy_ids)
     if strategy_ids.shape != (env.num_agents,) or not jnp.issubdtype(strategy_ids.dtype, jnp.integer):
         raise ValueError(
-            f"strategy_ids must be ({env.num_agents},) integers, got shape {strategy_ids.shape} dtype {strategy_ids.dtype}"
+            f"strategy_ids must be ({env.num_agents},) integers, "
+            f"got shape {strategy_ids.shape} dtype {strategy_ids.dtype}"
         )
     if is_concrete(strategy_ids):
         concrete = np.asarray(strategy_ids)

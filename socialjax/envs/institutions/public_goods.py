@@ -139,7 +139,9 @@ class PublicGoodsParams(EnvParams):
         None,
         doc="(max_points + 1,) cost to the punisher of assigning 0..max_points points to one member",
     )
-    fine_per_point: float = param(FINE_PER_POINT_2002, 0.0, None, doc="payoff removed from the target per point (2002: 3)")
+    fine_per_point: float = param(
+        FINE_PER_POINT_2002, 0.0, None, doc="payoff removed from the target per point (2002: 3)"
+    )
     cut_per_point: float = param(0.0, 0.0, 1.0, doc="fraction of first-stage payoff cut per point received (2000: 0.1)")
     max_cut: float = param(MAX_CUT, 0.0, 1.0, doc="cap on the fraction cut (2000: 1.0)")
     gamma: float = param(SEQ_GAMMA, 0.0, None, doc="sequential: weight on predecessors' contributions")
@@ -215,7 +217,9 @@ class PublicGoods(Environment):
             )
         check_choice("design", design, DESIGNS)
         if design == "2000" and max_points != MAX_POINTS:
-            raise ValueError(f"design='2000' has a cost schedule for 0..10 points, so max_points must be 10, got {max_points}")
+            raise ValueError(
+                f"design='2000' has a cost schedule for 0..10 points, so max_points must be 10, got {max_points}"
+            )
         check_choice("matching", matching, MATCHINGS)
         punishment = check_bool("punishment", punishment)
         sequential = check_bool("sequential", sequential)

@@ -219,7 +219,9 @@ class NPlayerMatrixGame(_IteratedGame):
     def check_params(self, params):
         shape = np.shape(params.payoffs)
         if shape != (2, self.num_agents):
-            raise ValueError(f"{self.name}: payoffs must have shape (2, num_agents)=(2, {self.num_agents}), got {shape}")
+            raise ValueError(
+                f"{self.name}: payoffs must have shape (2, num_agents)=(2, {self.num_agents}), got {shape}"
+            )
 
     def stage_payoffs(self, executed, params):
         other_coop = jnp.sum(1 - executed) - (1 - executed)
