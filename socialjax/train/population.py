@@ -32,11 +32,12 @@ from socialjax import metrics as social
 from socialjax.agents.learner import Learner, LearnerState, Rollout
 from socialjax.agents.networks import encoder_spec, resolve_conv
 from socialjax.agents.ppo import ActorCriticLearner, advantage_alignment
-from socialjax.agents.scripted import Scripted, make_scripted, raw_reward, scripted_actions
+from socialjax.agents.scripted import Scripted, make_scripted, raw_reward
 from socialjax.core.spaces import Discrete
 from socialjax.train.config import TrainConfig
 from socialjax.train.progress import Progress
 from socialjax.train.seating import SeatPlan, make_plan
+from socialjax.train.seated import act_and_step
 from socialjax.train.selection import select
 
 EVAL_ROWS = 4  # random seating: seatings sampled for the population evaluation
@@ -296,18 +297,11 @@ def _rollout(env, params, learner, scripted, plan: SeatPlan, states, seating, ga
 
     def step(games, key):
         key_act, key_script, key_env = jax.random.split(key, 3)
-        obs_l = jax.tree_util.tree_map(gather, games["obs"])
         reset_l = gather(games["reset"])
-        hidden_l = seats.gather(games["hidden"])
-        hidden_new, act_l, aux = jax.vmap(learner.act, in_axes=(0, 0, 0, 0, 0, None))(
-            states, hidden_l, obs_l, reset_l, jax.random.split(key_act, L), progress_frac
-        )
-        actions = seats.scatter(jnp.zeros((E * N,), jnp.int32), act_l)
-        obs_flat = jax.tree_util.tree_map(_flat, games["obs"])
-        actions = scripted_actions(scripted, L, assign, seating["slots"], obs_flat, key_script, actions)
-        obs, state, reward, done, info = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
-            jax.random.split(key_env, E), games["state"], actions.reshape(E, N), params
-        )
+        out = act_and_step(env, params, learner, states, seats, scripted, L, assign, seating["slots"], games["obs"],
+                           games["state"], reset_l, seats.gather(games["hidden"]), key_act, key_script,
+                           jax.random.split(key_env, E), progress_frac)
+        obs, state, reward, done, info = out.obs, out.state, out.reward, out.done, out.info
         raw = raw_reward(info, reward)
         acc, last, ended = jax.vmap(social.update)(games["acc"], raw, done, info)
         ep_return = games["ep_return"] + raw
@@ -317,17 +311,17 @@ def _rollout(env, params, learner, scripted, plan: SeatPlan, states, seating, ga
             "obs": obs,
             "state": state,
             "reset": seat_done,
-            "hidden": seats.scatter(games["hidden"], hidden_new),
+            "hidden": seats.scatter(games["hidden"], out.hidden),
             "ep_return": jnp.where(seat_done, 0.0, ep_return),
             "acc": acc,
         }
         record = {
-            "obs": obs_l,
+            "obs": out.obs_l,
             "reset": reset_l,
-            "action": act_l,
+            "action": out.action,
             "reward": gather(reward),
             "done": gather(seat_done),
-            "aux": aux,
+            "aux": out.aux,
             "seat_reward": raw,
             "finished_return": finished_return,
             "seat_done": seat_done,

@@ -1,12 +1,14 @@
-"""One step of games whose seats each hold one population member: the step that the
-evaluation scenarios (:mod:`socialjax.train.evaluation`) and playback
-(:mod:`socialjax.train.playback`) scan over.
+"""The one seated step: learners act on their seats, scripted members on theirs, and the
+games step. Training (:func:`socialjax.train.population.make_train`), the evaluation
+scenarios (:mod:`socialjax.train.evaluation`) and playback
+(:mod:`socialjax.train.playback`) all step through :func:`act_and_step`; they differ only
+in how seats map to learners (a :class:`~socialjax.train.seating.LearnerSeats`).
 
-``G`` games of ``N`` seats; ``row`` gives each seat's member (learners ``0 .. L-1``,
-then scripted members ``L, L+1, ...``), the same in every game. Every seat's learner
-state is gathered once, before the scan (``seat_states``, leading axis ``N``), so a step
-costs one forward pass per seat. (Training seats a learner on many seats at once and
-batches them per learner instead: :func:`socialjax.train.population.make_train`.)
+Training batches a learner's seats together (``L`` learners, ``M`` seats each), so a step
+costs one forward pass per learner. Evaluation and playback seat population members by a
+row ``(N,)`` that is the same in every game: each seat's member state is gathered once,
+before the scan (:func:`seat_learners`, leading axis ``N``), and the seats play as ``N``
+"learners" of ``G`` seats each (:func:`step`), one forward pass per seat.
 """
 
 from __future__ import annotations
@@ -17,6 +19,50 @@ import jax
 import jax.numpy as jnp
 
 from socialjax.agents.scripted import raw_reward, scripted_actions
+from socialjax.train.seating import LearnerSeats
+
+
+class Acted(NamedTuple):
+    """One seated step. In the learners' block ``(L, M, ...)``: ``obs_l`` (what they
+    acted on), ``hidden`` (their new recurrent state), ``action``, ``aux`` (what
+    ``learner.act`` returns besides; ``None`` when greedy). Per game ``(E, ...)``: every
+    seat's ``actions`` ``(E, N)`` and the step's ``obs``, ``state``, ``reward``, ``done``,
+    ``info``."""
+
+    obs_l: Any
+    hidden: jax.Array
+    action: jax.Array
+    aux: Any
+    actions: jax.Array
+    obs: Any
+    state: Any
+    reward: jax.Array
+    done: jax.Array
+    info: dict
+
+
+def act_and_step(env, params, learner, states, seats: LearnerSeats, members, first: int, seat_member: jax.Array,
+                 slots, obs, state, reset_l: jax.Array, hidden_l: jax.Array, key_act: jax.Array,
+                 key_script: jax.Array, env_keys: jax.Array, progress_frac=1.0, greedy: bool = False) -> Acted:
+    """Learner ``i`` (``states[i]``, recurrent state ``hidden_l[i]``, episode starts
+    ``reset_l[i]``) acts on its seats in ``seats``, sampling with ``split(key_act, L)[i]``
+    (or ``greedy``); the scripted ``members`` (population members ``first, first + 1,
+    ...``) act on the seats ``seat_member`` ``(E * N,)`` gives them (``key_script``); the
+    ``E`` games (``obs`` ``(E, N, ...)``, env ``state``) step with ``env_keys`` ``(E,)``."""
+    E, N, L = seats.num_envs, seats.num_seats, seats.num_learners
+    obs_flat = jax.tree_util.tree_map(lambda x: x.reshape(E * N, *x.shape[2:]), obs)
+    obs_l = jax.tree_util.tree_map(seats.gather, obs_flat)
+    if greedy:
+        hidden, action = jax.vmap(learner.greedy)(states, hidden_l, obs_l, reset_l)
+        aux = None
+    else:
+        hidden, action, aux = jax.vmap(learner.act, in_axes=(0, 0, 0, 0, 0, None))(
+            states, hidden_l, obs_l, reset_l, jax.random.split(key_act, L), progress_frac
+        )
+    actions = seats.scatter(jnp.zeros((E * N,), jnp.int32), action)
+    actions = scripted_actions(members, first, seat_member, slots, obs_flat, key_script, actions).reshape(E, N)
+    obs, state, reward, done, info = jax.vmap(env.step, in_axes=(0, 0, 0, None))(env_keys, state, actions, params)
+    return Acted(obs_l, hidden, action, aux, actions, obs, state, reward, done, info)
 
 
 class Games(NamedTuple):
@@ -44,26 +90,17 @@ def start(obs, state, num_seats: int, hidden_size: int) -> Games:
 
 def step(env, params, learner, members, num_learners: int, seat_states, row: jax.Array, slots, games: Games,
          key_act: jax.Array, key_script: jax.Array, env_keys: jax.Array, greedy: bool = False):
-    """One step of every game: learners act (sampled with ``key_act``, or ``greedy``),
-    scripted members act on their seats (``key_script``), the games step with
-    ``env_keys`` ``(G,)``. Returns the new :class:`Games` and ``(raw reward (G, N),
-    actions (G, N), done (G,), info)``, the reward being the environment's own (before
-    any shaping)."""
+    """One step of ``G`` games seated by ``row`` (:func:`act_and_step` with every seat
+    its own learner: seat ``i`` holds ``seat_states[i]`` in every game, members
+    ``num_learners, ...`` are the scripted ``members``). Returns the new :class:`Games`
+    and ``(raw reward (G, N), actions (G, N), done (G,), info)``, the reward being the
+    environment's own (before any shaping)."""
     N = row.shape[0]
     G = env_keys.shape[0]
-    obs_seat = jax.tree_util.tree_map(lambda x: jnp.swapaxes(x, 0, 1), games.obs)  # (N, G, ...)
-    if greedy:
-        hidden, act = jax.vmap(learner.greedy)(seat_states, games.hidden, obs_seat, games.reset)
-    else:
-        hidden, act, _ = jax.vmap(learner.act, in_axes=(0, 0, 0, 0, 0, None))(
-            seat_states, games.hidden, obs_seat, games.reset, jax.random.split(key_act, N), 1.0
-        )
-    actions = jnp.swapaxes(act, 0, 1).reshape(-1)
-    obs_flat = jax.tree_util.tree_map(lambda x: x.reshape(G * N, *x.shape[2:]), games.obs)
+    seats = LearnerSeats(num_learners=N, seats_per_learner=G, num_envs=G, num_seats=N, index=None, layout="transpose")
     seat_member = jnp.broadcast_to(row, (G, N)).reshape(-1)
-    actions = scripted_actions(members, num_learners, seat_member, slots, obs_flat, key_script, actions)
-    obs, state, reward, done, info = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
-        env_keys, games.state, actions.reshape(G, N), params
-    )
-    reset = jnp.broadcast_to(done[None, :], (N, G))
-    return Games(obs, state, hidden, reset), (raw_reward(info, reward), actions.reshape(G, N), done, info)
+    out = act_and_step(env, params, learner, seat_states, seats, members, num_learners, seat_member, slots,
+                       games.obs, games.state, games.reset, games.hidden, key_act, key_script, env_keys, greedy=greedy)
+    reset = jnp.broadcast_to(out.done[None, :], (N, G))
+    return Games(out.obs, out.state, out.hidden, reset), (raw_reward(out.info, out.reward), out.actions, out.done,
+                                                          out.info)
