@@ -106,7 +106,7 @@ def no_compile(monkeypatch):
 @pytest.mark.parametrize("argv, message", [
     (["--set", "nonexistent=1"], "TrainConfig has no field(s) ['nonexistent']"),
     (["--set", "num_envs=0"], "num_envs must be a positive int, got 0"),
-    (["--set", "lr=[1e-3, -1]"], "lr must be a finite number in [0, inf], got [0.001, -1.0]"),
+    (["--set", "lr=[1e-3, -1]"], "lr=[0.001, -1.0] is below its minimum 0.0"),
     (["--set", "lr=fast"], "lr takes a number or a list of numbers"),
     (["--set", "algo='sarsa'"], "algo must be one of"),
     (["--set", "scripted=[tft]"], "scripted takes a list"),

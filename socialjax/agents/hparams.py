@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 
-import numpy as np
+from socialjax.core.params import check_number, param
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,22 +28,15 @@ class HParam:
     doc: str = ""
 
     def check(self, name: str, values) -> None:
-        """Raise ``ValueError`` naming ``name`` unless every value is finite and in range."""
-        v = np.asarray(values, np.float64)
-        bad = ~np.isfinite(v)
-        if self.low is not None:
-            bad |= v < self.low
-        if self.high is not None:
-            bad |= v > self.high
-        if np.any(bad):
-            low = "-inf" if self.low is None else f"{self.low:g}"
-            high = "inf" if self.high is None else f"{self.high:g}"
-            raise ValueError(f"{name} must be a finite number in [{low}, {high}], got {_show(values)}")
+        """Raise ``ValueError`` naming ``name`` unless every value is finite and in range
+        (:func:`socialjax.core.params.check_number`, the check env params get)."""
+        check_number(name, values, self.low, self.high)
 
-
-def _show(values):
-    v = np.asarray(values)
-    return repr(v.item()) if v.ndim == 0 else repr(v.tolist())
+    def field(self):
+        """The :class:`~socialjax.train.TrainConfig` field declaring this hyperparameter:
+        :func:`socialjax.core.params.param` (the helper env params are declared with),
+        so the config's field carries the default, range and doc."""
+        return param(self.default, self.low, self.high, self.doc)
 
 
 # Actor-critic defaults: Adam 2.5e-4, gamma 0.99, lambda 0.95 and entropy weight 0.01 as in

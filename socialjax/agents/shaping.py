@@ -36,7 +36,7 @@ import numpy as np
 from flax import struct
 
 from socialjax.core.environment import Environment
-from socialjax.core.params import EnvParams
+from socialjax.core.params import EnvParams, check_number
 from socialjax.core.wrappers import Wrapper
 
 __all__ = [
@@ -49,24 +49,6 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------- helpers
-def _is_concrete(value: Any) -> bool:
-    return not any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(value))
-
-
-def _check_range(name: str, value: Any, low: float | None, high: float | None) -> None:
-    """``ValueError`` naming ``name`` and ``value`` if a concrete ``value`` is NaN or
-    outside ``[low, high]``; traced values are skipped."""
-    if not _is_concrete(value):
-        return
-    arr = np.asarray(value, dtype=np.float64)
-    if np.any(np.isnan(arr)):
-        raise ValueError(f"{name} must not be NaN, got {value!r}")
-    if low is not None and np.any(arr < low):
-        raise ValueError(f"{name} must be >= {low}, got {value!r}")
-    if high is not None and np.any(arr > high):
-        raise ValueError(f"{name} must be <= {high}, got {value!r}")
-
-
 def _check_agents(cls: str, env: Any) -> int:
     n = int(env.num_agents)
     if n < 2:
@@ -141,7 +123,7 @@ class RewardExchange(_StatelessShaping):
     def __init__(self, env: Environment | Wrapper, self_interest: Any):
         super().__init__(env)
         _check_agents("RewardExchange", env)
-        _check_range("self_interest", self_interest, 0.0, 1.0)
+        check_number("self_interest", self_interest, 0.0, 1.0)
         self.self_interest = self_interest
 
     def shape_reward(self, reward: jax.Array) -> jax.Array:
@@ -194,10 +176,10 @@ class InequityAversion(Wrapper):
     ):
         super().__init__(env)
         _check_agents("InequityAversion", env)
-        _check_range("alpha", alpha, 0.0, None)
-        _check_range("beta", beta, 0.0, None)
-        _check_range("gamma", gamma, 0.0, 1.0)
-        _check_range("lam", lam, 0.0, 1.0)
+        check_number("alpha", alpha, 0.0, None)
+        check_number("beta", beta, 0.0, None)
+        check_number("gamma", gamma, 0.0, 1.0)
+        check_number("lam", lam, 0.0, 1.0)
         self.alpha, self.beta, self.gamma, self.lam = alpha, beta, gamma, lam
 
     def reset(
@@ -267,8 +249,8 @@ class SocialValueOrientation(_StatelessShaping):
                 f"theta_target_degrees must be a scalar or have shape ({n},) (num_agents={n}), "
                 f"got shape {shape}: {theta_target_degrees!r}"
             )
-        _check_range("theta_target_degrees", theta_target_degrees, None, None)
-        _check_range("weight", weight, 0.0, None)
+        check_number("theta_target_degrees", theta_target_degrees, None, None)
+        check_number("weight", weight, 0.0, None)
         self.theta_target_degrees = theta_target_degrees
         self.weight = weight
 

@@ -60,15 +60,7 @@ class EnvParams:
                 elif not isinstance(value, bool):
                     _check_bool_array(name, value)
                 continue
-            arr = _numbers(name, value)
-            if np.any(np.isnan(arr)):
-                raise ValueError(f"{name} is NaN: {value!r}")
-            if not np.all(np.isfinite(arr)):
-                raise ValueError(f"{name}={_short(value)} is not finite")
-            if low is not None and np.any(arr < low):
-                raise ValueError(f"{name}={_short(value)} is below its minimum {low}")
-            if high is not None and np.any(arr > high):
-                raise ValueError(f"{name}={_short(value)} is above its maximum {high}")
+            check_number(name, value, low, high)
         params = self.replace(**parsed) if parsed else self
         params.check()
         return params
@@ -81,9 +73,31 @@ class EnvParams:
         return [f.name for f in dataclasses.fields(cls)]
 
 
+def check_number(name: str, value: Any, low: float | None = None, high: float | None = None) -> None:
+    """Raise ``ValueError`` naming ``name`` and the value unless ``value`` (a number or
+    an array of numbers) is finite and within ``[low, high]`` (``None``: unbounded). A
+    traced value is skipped. The one range check of env params, hyperparameters
+    (:mod:`socialjax.agents.hparams`) and reward-shaping arguments."""
+    if not is_concrete(value):
+        return
+    arr = _numbers(name, value)
+    if np.any(np.isnan(arr)):
+        raise ValueError(f"{name} is NaN: {_short(value)}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name}={_short(value)} is not finite")
+    if low is not None and np.any(arr < low):
+        raise ValueError(f"{name}={_short(value)} is below its minimum {low}")
+    if high is not None and np.any(arr > high):
+        raise ValueError(f"{name}={_short(value)} is above its maximum {high}")
+
+
 def _short(value: Any) -> str:
     arr = np.asarray(value)
-    return repr(arr.item()) if arr.size == 1 else np.array2string(arr, threshold=8)
+    if arr.size == 1:
+        return repr(arr.item())
+    if arr.ndim == 1 and arr.size <= 8 and arr.dtype.kind in "biuf":
+        return "[" + ", ".join(str(x) for x in arr) + "]"  # numpy scalars print at their own precision
+    return np.array2string(arr, threshold=8)
 
 
 def _numbers(name: str, value: Any) -> np.ndarray:

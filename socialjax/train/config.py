@@ -70,19 +70,19 @@ class TrainConfig:
     num_minibatches: int = 4
     anneal_lr: bool = True
     # hyperparameters (float, or a sequence of floats to sweep) -----------------------
-    lr: Any = hp.HPARAMS["lr"].default
-    gamma: Any = hp.HPARAMS["gamma"].default
-    gae_lambda: Any = hp.HPARAMS["gae_lambda"].default
-    clip_eps: Any = hp.HPARAMS["clip_eps"].default
-    ent_coef: Any = hp.HPARAMS["ent_coef"].default
-    vf_coef: Any = hp.HPARAMS["vf_coef"].default
-    max_grad_norm: Any = hp.HPARAMS["max_grad_norm"].default
-    aa_beta: Any = hp.HPARAMS["aa_beta"].default  # Advantage Alignment strength (PPO/A2C); 0 = off
+    lr: Any = hp.HPARAMS["lr"].field()
+    gamma: Any = hp.HPARAMS["gamma"].field()
+    gae_lambda: Any = hp.HPARAMS["gae_lambda"].field()
+    clip_eps: Any = hp.HPARAMS["clip_eps"].field()
+    ent_coef: Any = hp.HPARAMS["ent_coef"].field()
+    vf_coef: Any = hp.HPARAMS["vf_coef"].field()
+    max_grad_norm: Any = hp.HPARAMS["max_grad_norm"].field()
+    aa_beta: Any = hp.HPARAMS["aa_beta"].field()  # Advantage Alignment strength (PPO/A2C); 0 = off
     # DQN ------------------------------------------------------------------------------
-    eps_start: Any = hp.HPARAMS["eps_start"].default
-    eps_end: Any = hp.HPARAMS["eps_end"].default
-    eps_decay: Any = hp.HPARAMS["eps_decay"].default  # fraction of training over which epsilon decays linearly
-    temperature: Any = hp.HPARAMS["temperature"].default  # Boltzmann exploration
+    eps_start: Any = hp.HPARAMS["eps_start"].field()
+    eps_end: Any = hp.HPARAMS["eps_end"].field()
+    eps_decay: Any = hp.HPARAMS["eps_decay"].field()  # fraction of training over which epsilon decays linearly
+    temperature: Any = hp.HPARAMS["temperature"].field()  # Boltzmann exploration
     exploration: str = "epsilon"  # epsilon | boltzmann
     buffer_rollouts: int = 8
     dqn_updates: int = 4  # gradient steps per rollout

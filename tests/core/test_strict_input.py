@@ -286,7 +286,7 @@ def test_step_with_a_params_batch_checks_it_on_the_host(ipd):
     """Concrete params given to step/reset are validated, arrays included."""
     _, state = ipd.reset(KEY)
     bad = ipd.default_params.replace(noise=jnp.asarray([0.1, 5.0]))
-    with pytest.raises(ValueError, match=r"MatrixParams\.noise=\[0\.1 5\. \] is above its maximum 1\.0"):
+    with pytest.raises(ValueError, match=r"MatrixParams\.noise=\[0\.1, 5\.0\] is above its maximum 1\.0"):
         ipd.step(KEY, state, jnp.zeros(2, jnp.int32), bad)
     with pytest.raises(ValueError, match="above its maximum"):
         ipd.with_params(noise=jnp.asarray([0.1, 5.0]))
