@@ -23,13 +23,15 @@ from jax.experimental import checkify
 
 from socialjax.core.environment import Environment
 from socialjax.core.params import EnvParams
+from socialjax.core.wrappers import Wrapper
 
 
-class CheckedEnv:
-    """Wraps an environment; forwards every attribute except ``step``/``reset``."""
+class CheckedEnv(Wrapper):
+    """Wraps an environment; forwards every attribute except ``step``/``reset`` (and
+    ``with_params``, which checks the new environment)."""
 
     def __init__(self, env: Environment, batched: bool = False):
-        self._env = env
+        super().__init__(env)
         self._batched = batched
 
         def _reset(key, params):
@@ -53,8 +55,8 @@ class CheckedEnv:
         self._step = jax.jit(checkify.checkify(step, errors=checkify.user_checks | checkify.nan_checks))
         self._reset = jax.jit(checkify.checkify(reset, errors=checkify.user_checks))
 
-    def __getattr__(self, item: str) -> Any:
-        return getattr(self._env, item)
+    def with_params(self, **changes: Any) -> "CheckedEnv":
+        return CheckedEnv(self._env.with_params(**changes), self._batched)
 
     def reset(self, key, params=None):
         params = self._env._resolve_params(params)

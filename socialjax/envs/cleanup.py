@@ -71,7 +71,7 @@ from flax import struct
 from socialjax.core.params import check_bool, param
 from socialjax.envs.grid import constants as C
 from socialjax.envs.grid import engine as E
-from socialjax.envs.grid.base import GridEnv, GridParams
+from socialjax.envs.grid.base import GridEnv, GridParams, SSDFines
 from socialjax.envs.grid.maps import GridMap, parse_map, tile
 
 # -- maps (Melting Pot meltingpot/configs/substrates/clean_up.py, ASCII_MAP) -------------
@@ -316,7 +316,7 @@ class CleanUp(_CleanUpBase):
         return meltingpot_dirt_spawn_prob(t, fraction, num_clean, params)
 
 
-class CleanUpSSD(_CleanUpBase):
+class CleanUpSSD(SSDFines, _CleanUpBase):
     """The original SSD Cleanup (Hughes et al. 2018; Jaques et al. 2019): 5 players,
     fixed 1000 steps, 15x15 view, SSD actions, fines instead of removal (see the module
     docstring). Static options: ``num_agents`` (5), ``episode_length`` (1000),
@@ -344,14 +344,6 @@ class CleanUpSSD(_CleanUpBase):
             dirt_spawn_start=0, zap_cooldown=0, clean_cooldown=0, zap_cost=SSD_FIRE_COST,
             zap_penalty=SSD_HIT_PENALTY,
         )
-
-    def inert_params(self):
-        return {**super().inert_params(), "respawn_delay": "the SSD fire beam removes nobody (it fines)"}
-
-    def on_zap_hits(self, hits, state, params):
-        """SSD: a hit costs the target ``zap_penalty`` (applied by the base step); nobody
-        is removed."""
-        return state
 
     def dirt_spawn_prob(self, t, fraction, num_clean, params):
         return ssd_waste_spawn_prob(t, fraction, num_clean, params)

@@ -29,7 +29,7 @@ from flax import struct
 from socialjax.core.params import param
 from socialjax.envs.grid import constants as C
 from socialjax.envs.grid import engine as E
-from socialjax.envs.grid.base import GridEnv, GridParams
+from socialjax.envs.grid.base import GridEnv, GridParams, SSDFines
 from socialjax.envs.grid.maps import parse_map, tile
 
 # -- maps (Melting Pot meltingpot/configs/substrates/commons_harvest__open/closed/partnership.py) --
@@ -184,7 +184,7 @@ def regrow_apples(key, cells, apple_cells: np.ndarray, neighbours: np.ndarray, r
     return cells.at[rows, cols].set(jnp.where(grow, jnp.uint8(C.APPLE), cells[rows, cols]))
 
 
-class HarvestSSD(GridEnv):
+class HarvestSSD(SSDFines, GridEnv):
     """The original SSD Harvest (Hughes et al. 2018; Jaques et al. 2019): 5 players,
     fixed 1000 steps, 15x15 view, SSD actions, fines instead of removal."""
 
@@ -207,14 +207,6 @@ class HarvestSSD(GridEnv):
     def make_default_params(self):
         return HarvestParams(regrowth=np.array(SSD_REGROWTH, np.float32), zap_cooldown=0,
                              zap_cost=SSD_FIRE_COST, zap_penalty=SSD_HIT_PENALTY)
-
-    def inert_params(self):
-        return {**super().inert_params(), "respawn_delay": "the SSD fire beam removes nobody (it fines)"}
-
-    def on_zap_hits(self, hits, state, params):
-        """SSD: a hit costs the target ``zap_penalty`` (applied by the base step); nobody
-        is removed."""
-        return state
 
     def update_world(self, key, state, params):
         return state.replace(cells=regrow_apples(key, state.cells, self.apple_cells, self.neighbours, params.regrowth))

@@ -326,3 +326,13 @@ def test_checked_env_checks_traced_bool_fields_on_reset():
     jax.vmap(reset)(jnp.asarray([0, 1]))
     with pytest.raises(ValueError, match=r"CommonsParams\.end_on_collapse must be a bool \(0 or 1\)"):
         jax.vmap(reset)(jnp.asarray([0, 2]))
+
+
+def test_checked_env_is_a_wrapper_and_stays_checked_after_with_params(ipd):
+    env = sj.checked(ipd)
+    assert isinstance(env, sj.core.Wrapper) and env.unwrapped is ipd
+    noisy = env.with_params(noise=0.25)
+    assert isinstance(noisy, type(env)) and float(noisy.default_params.noise) == 0.25
+    _, state = noisy.reset(KEY)
+    with pytest.raises(ValueError, match="out-of-range action"):
+        noisy.step(KEY, state, jnp.asarray([0, 7], jnp.int32))

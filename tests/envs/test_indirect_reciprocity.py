@@ -8,18 +8,20 @@ import numpy as np
 import pytest
 
 from socialjax.envs.institutions.indirect_reciprocity import (
-    ALLC,
-    ALLD,
     BAD,
-    DISC,
     GOOD,
     NORMS,
-    NUM_STRATEGIES,
     OBS_IS_DONOR,
     OBS_OWN_GOOD,
     OBS_PARTNER_GOOD,
     OBS_PARTNER_SCORE,
     IndirectReciprocity,
+)
+from socialjax.envs.institutions.ir_strategies import (
+    ALLC,
+    ALLD,
+    DISC,
+    NUM_STRATEGIES,
     evolve_strategies,
     image_score_strategy,
     reproduce,

@@ -348,3 +348,15 @@ class GridEnv(Environment):
         else:
             spaces["grid"] = Box(0, top, (vh, vw), jnp.uint8)
         return Dict(spaces)
+
+
+class SSDFines:
+    """Mixin of the original SSD games (Hughes et al. 2018; Jaques et al. 2019; put it
+    before the game's base class): the fire beam fines the target ``zap_penalty``
+    (applied by the base step) and removes nobody, so ``respawn_delay`` is inert."""
+
+    def inert_params(self):
+        return {**super().inert_params(), "respawn_delay": "the SSD fire beam removes nobody (it fines)"}
+
+    def on_zap_hits(self, hits, state, params):
+        return state
