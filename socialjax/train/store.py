@@ -70,13 +70,18 @@ def check_out_dir(path: str | os.PathLike, *, overwrite: bool = False, resume: b
         if state == "foreign":
             raise OutputError(f"{out} is not empty and is not a socialjax result folder; it is left alone: "
                               "choose another output folder")
-    parent = out.parent
-    try:
-        parent.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise OutputError(f"cannot create {parent}: {err.strerror or err}") from None
-    check_writable(parent)
+    make_writable_folder(out.parent)
     return out
+
+
+def make_writable_folder(folder: Path) -> None:
+    """Create ``folder`` (and its parents) if missing and check a file can be made in
+    it; :class:`OutputError` otherwise."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise OutputError(f"cannot create {folder}: {err.strerror or err}") from None
+    check_writable(folder)
 
 
 def check_writable(folder: Path) -> None:
@@ -102,14 +107,9 @@ def check_out_file(path: str | os.PathLike, *, overwrite: bool = False, suffixes
         raise OutputError(f"{out}: unsupported extension {out.suffix or '(none)'!r}; use one of {', '.join(suffixes)}")
     if out.exists() and not overwrite:
         raise OutputError(f"{out} exists; pass --overwrite to replace it, or choose another path")
-    parent = out.parent
-    if parent.exists() and not parent.is_dir():
-        raise OutputError(f"{parent} is a file, not a folder")
-    try:
-        parent.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise OutputError(f"cannot create {parent}: {err.strerror or err}") from None
-    check_writable(parent)
+    if out.parent.exists() and not out.parent.is_dir():
+        raise OutputError(f"{out.parent} is a file, not a folder")
+    make_writable_folder(out.parent)
     return out
 
 
