@@ -217,6 +217,10 @@ def build_parser() -> argparse.ArgumentParser:
     results_cmd.add_argument("--overwrite", action="store_true", help="with --csv: replace OUT if it exists")
     results_cmd.set_defaults(subparser=results_cmd)
 
+    from socialjax.reproduce.command import add_parser as add_reproduce
+
+    add_reproduce(sub, _positive_int)
+
     # parsed by socialjax.bench itself (main() hands it the arguments); listed here for --help
     sub.add_parser("bench", help="env-steps/s of environments under random actions (socialjax bench --help)",
                    add_help=False)
@@ -248,6 +252,10 @@ def main(argv: list[str] | None = None) -> int:
         return _render(args.subparser, args)
     if args.command == "results":
         return _results(args.subparser, args)
+    if args.command == "reproduce":
+        from socialjax.reproduce.command import main as reproduce
+
+        return reproduce(args.subparser, args)
     parser.error(f"unknown command {args.command!r}")
     return 2
 
