@@ -10,7 +10,7 @@ players: on Melting Pot's map random play grows no apple in the first 1000 steps
 
 from __future__ import annotations
 
-from socialjax.reproduce.core import Condition, Entry, Measure, ordered_verdict
+from socialjax.reproduce.core import Condition, Entry, Measure, Reference, ordered_verdict
 from socialjax.train.presets import (
     PAPER_ENV_STEPS,
     PAPER_EPISODE,
@@ -47,6 +47,17 @@ def _condition(form: str, paper_env: str, paper_options: dict, small_env: str, s
     )
 
 
+SOCIALJAX = "Guo et al., SocialJax (arXiv:2503.14576), IPPO learning curves, individual vs common reward"
+SOCIALJAX_HOW = ("the direction the comparison tests; SocialJax's curves and numbers were not read here "
+                 "(see REPRODUCTIONS.md)")
+
+
+def _finding(note: str) -> tuple:
+    """The published finding on collective return (both conditions), without a number."""
+    return (Reference("common", "collective_return", None, SOCIALJAX, SOCIALJAX_HOW, note),
+            Reference("individual", "collective_return", None, SOCIALJAX, SOCIALJAX_HOW, note))
+
+
 def _common_beats_individual(finals):
     return ordered_verdict(finals, ("common", "collective_return"), ("individual", "collective_return"),
                            "collective return")
@@ -69,9 +80,14 @@ CLEANUP_REWARD = Entry(
         for form in ("common", "individual")
     ),
     measures=SOCIAL,
-    references=(),
+    references=_finding("a common-reward population cleans the river and collects apples; an individual-reward "
+                        "one collects far fewer"),
     criterion=_common_beats_individual,
     criterion_text=COMMON_VS_INDIVIDUAL,
+    notes="SocialJax's individual-reward mode pays an apple N (= 7) to its collector and its common mode pays "
+          "every player the sum, so both of its curves count the group's apples per episode, as our collective "
+          "return does. Paper scale follows SocialJax's IPPO config (one shared network, 256 x 1000-step "
+          "rollouts, 1e8 env steps as in its v1.1.0 release; its May 2025 configs say 3e8).",
 )
 
 HARVEST_REWARD = Entry(
@@ -84,7 +100,10 @@ HARVEST_REWARD = Entry(
         for form in ("common", "individual")
     ),
     measures=SOCIAL,
-    references=(),
+    references=_finding("individual reward overharvests (the tragedy of the commons): collective return below "
+                        "the common-reward population's"),
     criterion=_common_beats_individual,
     criterion_text=COMMON_VS_INDIVIDUAL,
+    notes="As cleanup-reward: SocialJax's two reward modes both count the group's apples. Only the open map "
+          "is run; closed and partnership are not entries yet.",
 )
