@@ -156,8 +156,8 @@ def ordered_verdict(finals, higher: tuple[str, str], lower: tuple[str, str], wha
     if how == "clear":
         return "reproduced", text + " (95% intervals over seeds separated)"
     if how == "means":
-        return "partly", text + " (means ordered as published, intervals overlap)"
-    return "not reproduced", text + " (not ordered as published)"
+        return "partly", text + " (means in the expected order, intervals overlap)"
+    return "not reproduced", text + " (not in the expected order)"
 
 
 # ------------------------------------------------------------------------------- running
