@@ -217,6 +217,10 @@ def build_parser() -> argparse.ArgumentParser:
     results_cmd.add_argument("--overwrite", action="store_true", help="with --csv: replace OUT if it exists")
     results_cmd.set_defaults(subparser=results_cmd)
 
+    from socialjax.reproduce.command import add_parser as add_reproduce
+
+    add_reproduce(sub, _positive_int)
+
     # parsed by socialjax.bench itself (main() hands it the arguments); listed here for --help
     sub.add_parser("bench", help="env-steps/s of environments under random actions (socialjax bench --help)",
                    add_help=False)
@@ -248,6 +252,10 @@ def main(argv: list[str] | None = None) -> int:
         return _render(args.subparser, args)
     if args.command == "results":
         return _results(args.subparser, args)
+    if args.command == "reproduce":
+        from socialjax.reproduce.command import main as reproduce
+
+        return reproduce(args.subparser, args)
     parser.error(f"unknown command {args.command!r}")
     return 2
 
@@ -387,6 +395,9 @@ def config_overrides(pairs: list[tuple[str, object]]) -> dict[str, object]:
         if key in sequences and isinstance(value, str):
             raise ValueError(f"--set {key}={value}: {key} takes a list, e.g. --set \"{key}=['a', 'b']\" "
                              "(quoted, so that the shell keeps the brackets and quotes)")
+        if isinstance(value, str) and value.strip().startswith("["):
+            raise ValueError(f"--set {key}={value}: not a list Python can read; quote each item, e.g. "
+                             f"--set \"{key}=['a', 'b']\"")
         if key in SWEEPABLE:
             items = value if isinstance(value, tuple) else (value,)
             if not items or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in items):
@@ -411,10 +422,12 @@ def train_preset(parser: argparse.ArgumentParser, args: argparse.Namespace, pres
         env = preset.make_env(**dict(args.env_options))
     except (ValueError, TypeError) as err:
         parser.error(f"{preset.name}: {err}")
+    from socialjax.train.rewards import make_shaping
     from socialjax.train.seating import make_plan
 
     try:  # the population against the seats, without building the loop (run() builds it once)
-        make_plan(config, env.num_agents)
+        plan = make_plan(config, env.num_agents)
+        make_shaping(config, plan.num_learners, plan.num_members, env.num_agents)
     except (ValueError, TypeError) as err:
         parser.error(f"{preset.name}: {err}")
     seeds = preset.seeds if args.seeds is None else args.seeds

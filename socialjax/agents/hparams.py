@@ -56,11 +56,20 @@ HPARAMS: dict[str, HParam] = {
     "eps_decay": HParam(0.5, 0.0, 1.0, probability=True, doc="DQN: share of training over which epsilon decays"),
     "temperature": HParam(1.0, doc="DQN: Boltzmann exploration temperature"),
     "aa_beta": HParam(0.0, None, None, doc="Advantage Alignment strength (actor-critic); 0 = off"),
+    # reward shaping (TrainConfig.reward). Inequity aversion: alpha 5 and beta 0.05 as in
+    # Hughes et al. 2018. SVO: a prosocial 45-degree target (McKee et al. 2020's
+    # prosocial orientation) with weight 1, our default. Exchange: s = 1 is selfish.
+    "ia_alpha": HParam(5.0, doc="inequity aversion: weight of being behind the others"),
+    "ia_beta": HParam(0.05, doc="inequity aversion: weight of being ahead of the others"),
+    "svo_angle": HParam(45.0, -180.0, 180.0, doc="SVO: target angle in degrees (0 selfish, 45 prosocial)"),
+    "svo_weight": HParam(1.0, doc="SVO: weight of the angle's distance from its target"),
+    "self_interest": HParam(1.0, 0.0, 1.0, probability=True, doc="reward exchange: weight of one's own reward"),
 }
 
 ACTOR_CRITIC = ("lr", "gamma", "gae_lambda", "clip_eps", "ent_coef", "vf_coef", "max_grad_norm")
 DQN = ("lr", "gamma", "max_grad_norm", "eps_start", "eps_end", "eps_decay", "temperature")
-LOOP = ("aa_beta",)
+SHAPING = ("ia_alpha", "ia_beta", "svo_angle", "svo_weight", "self_interest")
+LOOP = ("aa_beta",) + SHAPING
 PROBABILITIES = tuple(name for name, hp in HPARAMS.items() if hp.probability)
 
 

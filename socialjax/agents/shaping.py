@@ -69,6 +69,54 @@ def _others_mean(reward: jax.Array) -> jax.Array:
     return (jnp.sum(reward, axis=-1, keepdims=True) - reward) / (n - 1)
 
 
+# --------------------------------------------------------------------------- pure forms
+# The formulas, on rewards with the agents on the last axis. The wrappers below and the
+# training loop's per-learner shaping (TrainConfig.reward) both use them.
+IA_GAMMA, IA_LAMBDA = 0.99, 0.975  # Hughes et al. 2018, the temporal smoothing of rewards
+
+
+def common_reward(reward: jax.Array, mode: str = "sum") -> jax.Array:
+    """Every agent gets ``sum_j r_j`` (``mode="sum"``) or ``(1/N) sum_j r_j``."""
+    total = jnp.sum(reward, axis=-1, keepdims=True)
+    if mode == "mean":
+        total = total / reward.shape[-1]
+    return jnp.broadcast_to(total, reward.shape)
+
+
+def exchange_reward(reward: jax.Array, self_interest) -> jax.Array:
+    """``s r_i + (1 - s) * mean_{j != i} r_j`` (``N >= 2``)."""
+    s = jnp.asarray(self_interest, jnp.float32)
+    return s * reward + (1.0 - s) * _others_mean(reward)
+
+
+def inequity_traces(traces: jax.Array, reward: jax.Array, gamma=IA_GAMMA, lam=IA_LAMBDA) -> jax.Array:
+    """The smoothed rewards after this step: ``e_i = gamma * lam * e_i + r_i``."""
+    return jnp.asarray(gamma, jnp.float32) * jnp.asarray(lam, jnp.float32) * traces + reward
+
+
+def inequity_aversion_reward(reward: jax.Array, traces: jax.Array, alpha, beta) -> jax.Array:
+    """``r_i - alpha/(N-1) sum_j max(e_j - e_i, 0) - beta/(N-1) sum_j max(e_i - e_j, 0)``
+    with ``traces`` ``e`` already updated by this step (:func:`inequity_traces`)."""
+    n = reward.shape[-1]
+    diff = traces[..., None, :] - traces[..., :, None]  # diff[i, j] = e_j - e_i
+    behind = jnp.sum(jnp.maximum(diff, 0.0), axis=-1)  # sum_j max(e_j - e_i, 0)
+    ahead = jnp.sum(jnp.maximum(-diff, 0.0), axis=-1)  # sum_j max(e_i - e_j, 0)
+    alpha = jnp.asarray(alpha, jnp.float32)
+    beta = jnp.asarray(beta, jnp.float32)
+    return (reward - alpha / (n - 1) * behind - beta / (n - 1) * ahead).astype(jnp.float32)
+
+
+def svo_angles(reward: jax.Array) -> jax.Array:
+    """``theta_i = atan2(mean_{j != i} r_j, r_i)`` in radians."""
+    return jnp.arctan2(_others_mean(reward), reward)
+
+
+def svo_reward(reward: jax.Array, theta_target_degrees, weight) -> jax.Array:
+    """``r_i - w |theta_target_i - theta_i|`` (targets in degrees)."""
+    target = jnp.asarray(theta_target_degrees, jnp.float32) * (math.pi / 180.0)
+    return reward - jnp.asarray(weight, jnp.float32) * jnp.abs(target - svo_angles(reward))
+
+
 class _StatelessShaping(Wrapper):
     """Shaping that is a function of this step's reward only; state passes through."""
 
@@ -102,10 +150,7 @@ class CommonReward(_StatelessShaping):
         self.mode = mode
 
     def shape_reward(self, reward: jax.Array) -> jax.Array:
-        total = jnp.sum(reward, axis=-1, keepdims=True)
-        if self.mode == "mean":
-            total = total / reward.shape[-1]
-        return jnp.broadcast_to(total, reward.shape)
+        return common_reward(reward, self.mode)
 
     def __repr__(self) -> str:
         return f"CommonReward({self._env!r}, mode={self.mode!r})"
@@ -127,8 +172,7 @@ class RewardExchange(_StatelessShaping):
         self.self_interest = self_interest
 
     def shape_reward(self, reward: jax.Array) -> jax.Array:
-        s = jnp.asarray(self.self_interest, jnp.float32)
-        return s * reward + (1.0 - s) * _others_mean(reward)
+        return exchange_reward(reward, self.self_interest)
 
     def __repr__(self) -> str:
         return f"RewardExchange({self._env!r}, self_interest={self.self_interest!r})"
@@ -171,8 +215,8 @@ class InequityAversion(Wrapper):
         env: Environment | Wrapper,
         alpha: Any = 5.0,
         beta: Any = 0.05,
-        gamma: Any = 0.99,
-        lam: Any = 0.975,
+        gamma: Any = IA_GAMMA,
+        lam: Any = IA_LAMBDA,
     ):
         super().__init__(env)
         _check_agents("InequityAversion", env)
@@ -198,8 +242,7 @@ class InequityAversion(Wrapper):
     ) -> tuple[jax.Array, InequityAversionState, jax.Array, jax.Array, dict[str, jax.Array]]:
         obs, env_state, reward, done, info = self._env.step(key, state.env_state, actions, params)
         reward = reward.astype(jnp.float32)
-        decay = jnp.asarray(self.gamma, jnp.float32) * jnp.asarray(self.lam, jnp.float32)
-        traces = decay * state.traces + reward
+        traces = inequity_traces(state.traces, reward, self.gamma, self.lam)
         shaped = self.shape(reward, traces)
         info = _with_raw(info, reward)
         info["inequity_traces"] = traces  # (N,): the traces this step's reward used
@@ -208,13 +251,7 @@ class InequityAversion(Wrapper):
 
     def shape(self, reward: jax.Array, traces: jax.Array) -> jax.Array:
         """``u`` ``(N,)`` from this step's rewards and the (already updated) traces."""
-        n = reward.shape[-1]
-        diff = traces[..., None, :] - traces[..., :, None]  # diff[i, j] = e_j - e_i
-        behind = jnp.sum(jnp.maximum(diff, 0.0), axis=-1)  # sum_j max(e_j - e_i, 0)
-        ahead = jnp.sum(jnp.maximum(-diff, 0.0), axis=-1)  # sum_j max(e_i - e_j, 0)
-        alpha = jnp.asarray(self.alpha, jnp.float32)
-        beta = jnp.asarray(self.beta, jnp.float32)
-        return (reward - alpha / (n - 1) * behind - beta / (n - 1) * ahead).astype(jnp.float32)
+        return inequity_aversion_reward(reward, traces, self.alpha, self.beta)
 
     def __repr__(self) -> str:
         return (
@@ -256,12 +293,10 @@ class SocialValueOrientation(_StatelessShaping):
 
     def angles(self, reward: jax.Array) -> jax.Array:
         """``theta`` ``(N,)`` in radians."""
-        return jnp.arctan2(_others_mean(reward), reward)
+        return svo_angles(reward)
 
     def shape_reward(self, reward: jax.Array) -> jax.Array:
-        target = jnp.asarray(self.theta_target_degrees, jnp.float32) * (math.pi / 180.0)
-        w = jnp.asarray(self.weight, jnp.float32)
-        return reward - w * jnp.abs(target - self.angles(reward))
+        return svo_reward(reward, self.theta_target_degrees, self.weight)
 
     def __repr__(self) -> str:
         return (

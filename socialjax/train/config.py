@@ -28,6 +28,7 @@ from socialjax.agents import hparams as hp
 from socialjax.core.params import parse_bool
 
 ALGOS = ("ppo", "a2c", "dqn")
+REWARDS = ("individual", "common", "inequity_aversion", "svo", "exchange")  # socialjax.train.rewards
 # the network options (socialjax.agents.networks: ENCODERS, CONVS, PRECISIONS; written
 # out here so that reading a config does not import JAX)
 NETWORKS = ("auto", "mlp", "onehot", "cnn", "cnn_sj")
@@ -82,7 +83,14 @@ class TrainConfig:
     eps_start: Any = hp.HPARAMS["eps_start"].field()
     eps_end: Any = hp.HPARAMS["eps_end"].field()
     eps_decay: Any = hp.HPARAMS["eps_decay"].field()  # fraction of training over which epsilon decays linearly
-    temperature: Any = hp.HPARAMS["temperature"].field()  # Boltzmann exploration
+    temperature: Any = hp.HPARAMS["temperature"].field()
+    # reward shaping (socialjax.train.rewards): a form for all learners or one per learner
+    reward: Any = "individual"  # individual | common | inequity_aversion | svo | exchange
+    ia_alpha: Any = hp.HPARAMS["ia_alpha"].field()
+    ia_beta: Any = hp.HPARAMS["ia_beta"].field()
+    svo_angle: Any = hp.HPARAMS["svo_angle"].field()
+    svo_weight: Any = hp.HPARAMS["svo_weight"].field()
+    self_interest: Any = hp.HPARAMS["self_interest"].field()  # Boltzmann exploration
     exploration: str = "epsilon"  # epsilon | boltzmann
     buffer_rollouts: int = 8
     dqn_updates: int = 4  # gradient steps per rollout
@@ -168,6 +176,10 @@ class TrainConfig:
         _choice("seating", self.seating, SEATINGS)
         _choice("selection", self.selection, SELECTIONS)
         _choice("exploration", self.exploration, ("epsilon", "boltzmann"))
+        forms = (self.reward,) if isinstance(self.reward, str) else self.reward
+        if not isinstance(forms, (tuple, list)) or not forms or any(f not in REWARDS for f in forms):
+            raise ValueError(f"reward must be one of {REWARDS}, or a list of them (one per learner); "
+                             f"got {self.reward!r}")
         _choice("network", self.network, NETWORKS)
         _choice("conv", self.conv, CONVS)
         _choice("precision", self.precision, PRECISIONS)

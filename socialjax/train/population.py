@@ -36,6 +36,7 @@ from socialjax.agents.scripted import Scripted, make_scripted, raw_reward
 from socialjax.core.spaces import Discrete
 from socialjax.train.config import TrainConfig
 from socialjax.train.progress import Progress
+from socialjax.train.rewards import SeatShaping, make_shaping
 from socialjax.train.seating import SeatPlan, make_plan
 from socialjax.train.seated import act_and_step
 from socialjax.train.selection import select
@@ -126,6 +127,7 @@ def make_train(env, config: TrainConfig, params=None, progress: Progress | None 
         raise ValueError(f"recurrent learners split their {M} seats into {config.num_minibatches} minibatches: "
                          "not divisible")
     event_keys = tuple(getattr(env, "event_keys", ()))
+    shaping = make_shaping(config, L, plan.num_members, N)
     hp_names = config.hparam_names()
     evaluator = None
     if config.evaluate:
@@ -144,7 +146,7 @@ def make_train(env, config: TrainConfig, params=None, progress: Progress | None 
         key, key_init, key_seat, key_env = jax.random.split(key, 4)
         states = jax.vmap(learner.init)(jax.random.split(key_init, L), member_h)
         seating = _seat(plan, scripted, key_seat)
-        env_carry = _reset_games(env, env_params, key_env, E, N, H, event_keys)
+        env_carry = _reset_games(env, env_params, key_env, E, N, H, event_keys, shaping)
         carry = dict(
             states=states, seating=seating, games=env_carry, halted=jnp.zeros((), bool),
             nan_update=jnp.full((), -1, jnp.int32), nan_member=jnp.full((), -1, jnp.int32),
@@ -165,9 +167,10 @@ def make_train(env, config: TrainConfig, params=None, progress: Progress | None 
             seating, games = carry["seating"], carry["games"]
             if plan.dynamic:  # new seats, fresh games
                 seating = _seat(plan, scripted, key_seat)
-                games = _reset_games(env, env_params, key_env, E, N, H, event_keys)
+                games = _reset_games(env, env_params, key_env, E, N, H, event_keys, shaping)
             games, rollout, seat_stats = _rollout(
-                env, env_params, learner, scripted, plan, carry["states"], seating, games, key_roll, progress_frac, T
+                env, env_params, learner, scripted, plan, carry["states"], seating, games, key_roll, progress_frac, T,
+                shaping, h,
             )
             states = carry["states"]
             prep = jax.vmap(learner.prepare)(states, rollout)
@@ -267,9 +270,11 @@ def _seat(plan: SeatPlan, scripted: tuple[Scripted, ...], key: jax.Array) -> dic
     return {"assign": assign, "order": order, "slots": slots}
 
 
-def _reset_games(env, params, key, E, N, H, event_keys) -> dict[str, Any]:
+def _reset_games(env, params, key, E, N, H, event_keys, shaping: SeatShaping) -> dict[str, Any]:
     obs, state = jax.vmap(env.reset, in_axes=(0, None))(jax.random.split(key, E), params)
+    traces = {"traces": jnp.zeros((E, N), jnp.float32)} if shaping.traces else {}
     return {
+        **traces,
         "obs": obs,
         "state": state,
         "reset": jnp.ones((E, N), bool),
@@ -284,9 +289,11 @@ def _flat(x):
     return x.reshape(x.shape[0] * x.shape[1], *x.shape[2:])
 
 
-def _rollout(env, params, learner, scripted, plan: SeatPlan, states, seating, games, key, progress_frac, T):
+def _rollout(env, params, learner, scripted, plan: SeatPlan, states, seating, games, key, progress_frac, T,
+             shaping: SeatShaping, h):
     """``T`` steps of all games; returns the games, the learners' :class:`Rollout`
-    ``(L, T, M, ...)`` and per-member statistics for this update."""
+    ``(L, T, M, ...)`` (on the shaped reward) and per-member statistics for this update
+    (on the environment's own)."""
     E, N, L = plan.num_envs, plan.num_seats, plan.num_learners
     P = plan.num_members
     assign = seating["assign"].reshape(-1)
@@ -303,6 +310,7 @@ def _rollout(env, params, learner, scripted, plan: SeatPlan, states, seating, ga
                            jax.random.split(key_env, E), progress_frac)
         obs, state, reward, done, info = out.obs, out.state, out.reward, out.done, out.info
         raw = raw_reward(info, reward)
+        shaped, traces = shaping.shape(reward, games.get("traces"), assign, h)
         acc, last, ended = jax.vmap(social.update)(games["acc"], raw, done, info)
         ep_return = games["ep_return"] + raw
         seat_done = jnp.broadcast_to(done[:, None], (E, N))
@@ -315,11 +323,13 @@ def _rollout(env, params, learner, scripted, plan: SeatPlan, states, seating, ga
             "ep_return": jnp.where(seat_done, 0.0, ep_return),
             "acc": acc,
         }
+        if shaping.traces:  # the smoothed rewards restart with every episode
+            new_games["traces"] = jnp.where(seat_done, 0.0, traces)
         record = {
             "obs": out.obs_l,
             "reset": reset_l,
             "action": out.action,
-            "reward": gather(reward),
+            "reward": gather(shaped),
             "done": gather(seat_done),
             "aux": out.aux,
             "seat_reward": raw,

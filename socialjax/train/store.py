@@ -36,7 +36,7 @@ from typing import Callable, Iterable
 MANIFEST = "manifest.json"
 RESUME_DIR = "resume"  # an unfinished run's checkpoint, inside its output folder
 MANIFEST_VERSION = 1
-KINDS = ("population", "donor-evolution", "checkpoint")
+KINDS = ("population", "donor-evolution", "checkpoint", "reproduction")
 
 
 class ResultError(ValueError):

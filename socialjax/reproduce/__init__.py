@@ -1,0 +1,18 @@
+"""``socialjax reproduce``: published experiments as data, rerun at a CPU-sized or the
+published scale, with the published values beside ours and a verdict computed from
+the numbers. :data:`ENTRIES` lists them; :func:`reproduce` runs one."""
+
+from socialjax.reproduce.core import (
+    SCALES,
+    VERDICTS,
+    Condition,
+    Entry,
+    Measure,
+    Reference,
+    Reproduction,
+    reproduce,
+)
+from socialjax.reproduce.entries import ENTRIES, get_entry
+
+__all__ = ["ENTRIES", "SCALES", "VERDICTS", "Condition", "Entry", "Measure", "Reference", "Reproduction",
+           "get_entry", "reproduce"]

@@ -1,0 +1,61 @@
+"""``socialjax reproduce NAME [--scale small|paper] [--seeds N] [--out DIR]`` and
+``socialjax reproduce --list``."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_parser(sub, positive_int) -> argparse.ArgumentParser:
+    cmd = sub.add_parser(
+        "reproduce", help="rerun a published experiment and compare with the paper (--list shows them)",
+        description="Rerun a published experiment: train every condition, write the figure with the published "
+                    "values overlaid, a published-vs-ours table with 95%% intervals over seeds, and a verdict "
+                    "computed from the numbers (reproduced / partly / not reproduced, criterion stated). "
+                    "--scale small runs on a 2-core CPU in minutes; --scale paper is the published size, for "
+                    "a GPU.")
+    cmd.add_argument("name", nargs="?", help="the experiment (socialjax reproduce --list)")
+    cmd.add_argument("--list", action="store_true", help="list the experiments and exit")
+    cmd.add_argument("--scale", choices=("small", "paper"), default="small")
+    cmd.add_argument("--seeds", type=positive_int, default=None,
+                     help="seeds per condition (at least 2; default: the entry's for the scale)")
+    cmd.add_argument("--out", default=None, help="output folder (default results/reproduce/NAME-SCALE)")
+    cmd.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
+    cmd.add_argument("--quiet", action="store_true", help="no progress lines")
+    cmd.set_defaults(subparser=cmd)
+    return cmd
+
+
+def main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    from socialjax.reproduce import ENTRIES, get_entry, reproduce
+    from socialjax.reproduce.core import FIGURE_FILE, TABLE_FILE, format_table
+    from socialjax.train import store
+
+    if args.list:
+        for entry in ENTRIES.values():
+            print(f"{entry.name:20s} {entry.title}  [{entry.citation}]")
+        return 0
+    if args.name is None:
+        parser.error("give an experiment (socialjax reproduce --list shows them)")
+    try:
+        entry = get_entry(args.name)
+    except KeyError as err:
+        parser.error(err.args[0])
+    if args.seeds is not None and args.seeds < 2:
+        parser.error("--seeds must be at least 2 (the verdict compares intervals over seeds)")
+    out = args.out or f"results/reproduce/{entry.name}-{args.scale}"
+    try:
+        store.check_out_dir(out, overwrite=args.overwrite)
+        with store.claim(out):
+            rep = reproduce(entry, args.scale, args.seeds, out=out, overwrite=args.overwrite,
+                            progress=not args.quiet)
+    except store.OutputError as err:
+        parser.error(f"--out: {err}")
+    except ValueError as err:
+        parser.error(f"{entry.name}: {err}")
+    print(f"\n{entry.name} ({args.scale}, {rep.seeds} seeds, {rep.seconds:.0f} s): {rep.verdict.upper()}")
+    print(rep.reason)
+    print(f"criterion: {entry.criterion_text}\n")
+    print(format_table(rep.rows))
+    print(f"\nwrote {out}/ ({FIGURE_FILE}, {TABLE_FILE}, summary.txt, one folder per condition)")
+    return 0

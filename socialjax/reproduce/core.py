@@ -1,0 +1,317 @@
+"""The machinery of ``socialjax reproduce``: an :class:`Entry` is a published
+experiment stored as data (its conditions at each scale, what is measured, the
+published values with their sources, and the criterion that turns numbers into a
+verdict); :func:`reproduce` trains every condition, measures, writes the figure with
+the published values overlaid, the published-vs-ours table and the verdict.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import platform
+import time
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+SCALES = ("small", "paper")
+VERDICTS = ("reproduced", "partly", "not reproduced")
+KIND = "reproduction"
+TABLE_FILE, FIGURE_FILE, SUMMARY_FILE, RESULT_FILE = "table.csv", "figure.png", "summary.txt", "reproduction.json"
+FINAL_SHARE = 0.2  # a run's value of a measure: its mean over the last 20% of updates
+
+
+@dataclasses.dataclass(frozen=True)
+class Condition:
+    """One arm of the experiment, per scale: a population trained on
+    ``sj.make(env[scale], **env_options[scale])`` with ``TrainConfig(**config[scale])``."""
+
+    name: str
+    env: Mapping[str, str]  # scale -> registered env name
+    env_options: Mapping[str, Mapping[str, Any]]  # scale -> options
+    config: Mapping[str, Mapping[str, Any]]  # scale -> TrainConfig fields
+
+
+@dataclasses.dataclass(frozen=True)
+class Measure:
+    """A quantity of a run: ``metric`` of the training metrics (``(U,)`` or ``(U, P)``,
+    averaged over members ``members`` when given), its final value the mean over the
+    last :data:`FINAL_SHARE` of updates."""
+
+    name: str
+    metric: str
+    label: str
+    members: slice | None = None  # for (U, P) metrics: the members averaged (default all)
+
+
+@dataclasses.dataclass(frozen=True)
+class Reference:
+    """A published value: ``value`` of ``measure`` in ``condition`` (``None`` for a
+    qualitative finding stated in ``note``), its ``source`` (paper, section, figure or
+    table) and ``how`` it was read (``"text"``, ``"table"``, ``"figure, approximate"``)."""
+
+    condition: str
+    measure: str
+    value: float | None
+    source: str
+    how: str
+    note: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    """A published experiment. ``criterion(finals)`` gets ``{(condition, measure):
+    (S,) final values}`` and returns ``(verdict, reason)`` with the verdict one of
+    :data:`VERDICTS`; ``criterion_text`` states it for the reader."""
+
+    name: str
+    title: str
+    citation: str
+    conditions: tuple[Condition, ...]
+    measures: tuple[Measure, ...]
+    references: tuple[Reference, ...]
+    criterion: Callable[[dict[tuple[str, str], np.ndarray]], tuple[str, str]]
+    criterion_text: str
+    seeds: Mapping[str, int] = dataclasses.field(default_factory=lambda: {"small": 2, "paper": 3})
+    notes: str = ""
+
+    def condition(self, name: str) -> Condition:
+        for c in self.conditions:
+            if c.name == name:
+                return c
+        raise KeyError(name)
+
+
+@dataclasses.dataclass
+class Reproduction:
+    """What :func:`reproduce` measured: ``finals[(condition, measure)]`` ``(S,)``,
+    ``curves[(condition, measure)]`` ``(S, U)``, ``steps[condition]`` ``(U,)`` env steps
+    after each update, the verdict and its reason, and the table rows."""
+
+    entry: Entry
+    scale: str
+    seeds: int
+    finals: dict[tuple[str, str], np.ndarray]
+    curves: dict[tuple[str, str], np.ndarray]
+    steps: dict[str, np.ndarray]
+    verdict: str
+    reason: str
+    rows: list[dict[str, Any]]
+    seconds: float
+
+
+# ------------------------------------------------------------------------------ measuring
+def measure_curve(metrics: Mapping[str, np.ndarray], measure: Measure) -> np.ndarray:
+    """``(S, U)`` curve of ``measure`` from one condition's metrics (leading ``(G=1, S,
+    U, ...)``)."""
+    values = np.asarray(metrics[measure.metric], np.float64)[0]  # (S, U, ...)
+    if values.ndim == 3:
+        values = values[:, :, measure.members if measure.members is not None else slice(None)]
+        values = np.nanmean(values, axis=2)
+    return values
+
+
+def final_values(curve: np.ndarray) -> np.ndarray:
+    """``(S,)``: each run's mean over the last :data:`FINAL_SHARE` of updates (NaN
+    updates, where no episode ended, skipped)."""
+    k = max(1, int(round(curve.shape[1] * FINAL_SHARE)))
+    last = curve[:, -k:]
+    ok = np.isfinite(last)
+    return np.where(ok.any(axis=1), np.where(ok, last, 0.0).sum(axis=1) / np.maximum(ok.sum(axis=1), 1), np.nan)
+
+
+def interval(values: np.ndarray) -> tuple[float, float, float]:
+    """Mean and 95% bootstrap interval over seeds (:func:`socialjax.viz.plots.mean_ci95`)."""
+    from socialjax.viz.plots import mean_ci95
+
+    values = np.asarray(values, np.float64)
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return float("nan"), float("nan"), float("nan")
+    mean, low, high = mean_ci95(values)
+    return float(mean), float(low), float(high)
+
+
+# ------------------------------------------------------------------------------- criteria
+def separated(higher: np.ndarray, lower: np.ndarray) -> str:
+    """``"clear"`` when the 95% intervals of the two sets of finals do not overlap with
+    ``higher`` above, ``"means"`` when only the means are ordered, ``"no"`` otherwise."""
+    hi, hi_low, _ = interval(higher)
+    lo, _, lo_high = interval(lower)
+    if not (np.isfinite(hi) and np.isfinite(lo)):
+        return "no"
+    if hi_low > lo_high:
+        return "clear"
+    return "means" if hi > lo else "no"
+
+
+def ordered_verdict(finals, higher: tuple[str, str], lower: tuple[str, str], what: str) -> tuple[str, str]:
+    """Verdict of "``higher`` exceeds ``lower``": reproduced when the intervals are
+    separated, partly when only the means are ordered, not reproduced otherwise."""
+    how = separated(finals[higher], finals[lower])
+    a, b = interval(finals[higher])[0], interval(finals[lower])[0]
+    text = f"{what}: {higher[0]} {a:.3g} vs {lower[0]} {b:.3g}"
+    if how == "clear":
+        return "reproduced", text + " (95% intervals over seeds separated)"
+    if how == "means":
+        return "partly", text + " (means in the expected order, intervals overlap)"
+    return "not reproduced", text + " (not in the expected order)"
+
+
+# ------------------------------------------------------------------------------- running
+def reproduce(entry: Entry, scale: str = "small", seeds: int | None = None, *, out: str | Path | None = None,
+              overwrite: bool = False, progress: bool = True) -> Reproduction:
+    """Train every condition of ``entry`` at ``scale`` with ``seeds`` seeds (default the
+    entry's), measure, judge, and (with ``out``) write the folder atomically:
+    ``figure.png``, ``table.csv``, ``summary.txt``, ``reproduction.json`` and each
+    condition's run (``<condition>/``, as ``socialjax train`` writes it)."""
+    import socialjax as sj
+    from socialjax.train import TrainConfig, run, save_run, store
+
+    if scale not in SCALES:
+        raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
+    seeds = entry.seeds[scale] if seeds is None else seeds
+    if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 2:
+        raise ValueError(f"seeds must be an int >= 2 (the verdict compares intervals over seeds), got {seeds!r}")
+    if out is not None:
+        out = store.check_out_dir(out, overwrite=overwrite)
+    plans = []
+    for cond in entry.conditions:  # every config checked before anything is compiled
+        env = sj.make(cond.env[scale], **dict(cond.env_options[scale]))
+        config = TrainConfig().replace(**dict(cond.config[scale]))
+        config.validate()
+        plans.append((cond, env, config))
+    start = time.perf_counter()
+    results, finals, curves, steps = {}, {}, {}, {}
+    for cond, env, config in plans:
+        if progress:
+            print(f"[{entry.name}] {cond.name}: {config.num_updates} updates x {config.num_envs} games x "
+                  f"{config.rollout_len} steps, {seeds} seeds", flush=True)
+        result = run(env, config, seeds=seeds, progress=progress, label=cond.name)
+        results[cond.name] = (result, cond)
+        steps[cond.name] = np.arange(1, config.num_updates + 1) * config.num_envs * config.rollout_len
+        for m in entry.measures:
+            curve = measure_curve(result.metrics, m)
+            curves[(cond.name, m.name)] = curve
+            finals[(cond.name, m.name)] = final_values(curve)
+    verdict, reason = entry.criterion(finals)
+    if verdict not in VERDICTS:
+        raise ValueError(f"{entry.name}: criterion returned {verdict!r}, not one of {VERDICTS}")
+    rows = table_rows(entry, finals, seeds)
+    rep = Reproduction(entry, scale, seeds, finals, curves, steps, verdict, reason, rows,
+                       time.perf_counter() - start)
+    if out is not None:
+        def write(tmp: Path) -> None:
+            for name, (result, cond) in results.items():
+                save_run(result, tmp / name, env_name=cond.env[scale], env_options=dict(cond.env_options[scale]),
+                         preset=f"{entry.name}/{name}", plot=False)
+            write_table(rows, tmp / TABLE_FILE)
+            plot_reproduction(rep, tmp / FIGURE_FILE)
+            (tmp / SUMMARY_FILE).write_text(summary(rep) + "\n")
+            (tmp / RESULT_FILE).write_text(json.dumps(to_json(rep), indent=2) + "\n")
+
+        store.write_folder(out, write, kind=KIND, overwrite=overwrite, info={"entry": entry.name, "scale": scale})
+    return rep
+
+
+def table_rows(entry: Entry, finals, seeds: int) -> list[dict[str, Any]]:
+    """One row per (condition, measure): published value and source, ours with its
+    95% interval over seeds."""
+    published = {(r.condition, r.measure): r for r in entry.references}
+    rows = []
+    for cond in entry.conditions:
+        for m in entry.measures:
+            mean, low, high = interval(finals[(cond.name, m.name)])
+            ref = published.get((cond.name, m.name))
+            rows.append({
+                "condition": cond.name, "measure": m.name,
+                "published": None if ref is None or ref.value is None else ref.value,
+                "published_note": "" if ref is None else ref.note,
+                "source": "" if ref is None else f"{ref.source} ({ref.how})",
+                "ours": mean, "ours_ci_low": low, "ours_ci_high": high, "seeds": seeds,
+            })
+    return rows
+
+
+def write_table(rows: list[dict[str, Any]], path: Path) -> None:
+    import csv
+
+    with open(path, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def format_table(rows: list[dict[str, Any]]) -> str:
+    """The table as aligned text (what ``summary.txt`` and the command print)."""
+    lines = [f"{'condition':22s} {'measure':20s} {'published':>10s} {'ours [95% CI]':>28s}"]
+    for r in rows:
+        pub = "-" if r["published"] is None else f"{r['published']:.3g}"
+        ours = f"{r['ours']:.3g} [{r['ours_ci_low']:.3g}, {r['ours_ci_high']:.3g}]"
+        lines.append(f"{r['condition']:22s} {r['measure']:20s} {pub:>10s} {ours:>28s}")
+    return "\n".join(lines)
+
+
+def summary(rep: Reproduction) -> str:
+    e = rep.entry
+    refs = "\n".join(f"- {r.condition} / {r.measure}: "
+                     f"{'(qualitative) ' + r.note if r.value is None else f'{r.value:g}'} "
+                     f"- {r.source} ({r.how}){'; ' + r.note if r.note and r.value is not None else ''}"
+                     for r in e.references)
+    return (f"{e.name}: {e.title}\n{e.citation}\n\nscale {rep.scale}, {rep.seeds} seeds, "
+            f"{rep.seconds:.0f} s on {platform.machine()} ({platform.system()})\n\n"
+            f"verdict: {rep.verdict.upper()}: {rep.reason}\ncriterion: {e.criterion_text}\n\n"
+            f"{format_table(rep.rows)}\n\npublished values:\n{refs}"
+            + (f"\n\nnotes: {e.notes}" if e.notes else ""))
+
+
+def to_json(rep: Reproduction) -> dict[str, Any]:
+    def plain(x):
+        return None if x is None or (isinstance(x, float) and not np.isfinite(x)) else x
+
+    return {
+        "entry": rep.entry.name, "scale": rep.scale, "seeds": rep.seeds, "verdict": rep.verdict,
+        "reason": rep.reason, "criterion": rep.entry.criterion_text, "seconds": rep.seconds,
+        "rows": [{k: plain(v) for k, v in r.items()} for r in rep.rows],
+        "finals": {f"{c}/{m}": [plain(float(v)) for v in vals] for (c, m), vals in rep.finals.items()},
+    }
+
+
+def plot_reproduction(rep: Reproduction, path: Path) -> None:
+    """One panel per measure: each condition's curve (mean over seeds, 95% band)
+    against env steps, the published values as dashed lines in the condition's colour."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from socialjax.viz.plots import mean_ci95
+
+    e = rep.entry
+    fig, axes = plt.subplots(1, len(e.measures), figsize=(4.6 * len(e.measures), 3.6), squeeze=False)
+    published = {(r.condition, r.measure): r for r in e.references if r.value is not None}
+    for ax, m in zip(axes[0], e.measures):
+        for i, cond in enumerate(e.conditions):
+            curve = rep.curves[(cond.name, m.name)]
+            ok = np.isfinite(curve).all(axis=0)  # updates in which an episode ended (in every seed)
+            x = rep.steps[cond.name][ok]
+            mean, low, high = mean_ci95(curve[:, ok]) if ok.any() else (x, x, x)
+            line, = ax.plot(x, mean, marker="o", ms=3, label=f"{cond.name} (ours)")
+            ax.fill_between(x, low, high, color=line.get_color(), alpha=0.25, lw=0)
+            if not ok.any():
+                ax.text(0.5, 0.6 - 0.1 * i, f"{cond.name}: undefined in every update", transform=ax.transAxes,
+                        ha="center", fontsize=7)
+            ref = published.get((cond.name, m.name))
+            if ref is not None:
+                ax.axhline(ref.value, ls="--", color=line.get_color(), lw=1.2, label=f"{cond.name} (published)")
+        ax.set_xlabel("env steps")
+        ax.set_ylabel(m.label)
+        ax.set_title(m.label)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(f"{e.name} ({rep.scale} scale, {rep.seeds} seeds): {rep.verdict}", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
