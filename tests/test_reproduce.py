@@ -49,7 +49,7 @@ def test_every_entry_is_complete_and_its_configs_are_valid():
             for scale in ("small", "paper"):
                 TrainConfig().replace(**dict(cond.config[scale])).validate()
                 assert cond.env[scale] and isinstance(dict(cond.env_options[scale]), dict)
-    with pytest.raises(KeyError, match="Did you mean 'cleanup-reward'"):
+    with pytest.raises(ValueError, match="Did you mean 'cleanup-reward'"):
         get_entry("cleanup-rewards")
 
 

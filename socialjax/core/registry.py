@@ -96,3 +96,11 @@ def _static(parameter: inspect.Parameter, value: Any) -> Any:
     if parameter.annotation in (bool, "bool"):
         return parse_bool(parameter.name, value)
     return value
+
+
+def unknown_name(kind: str, name, names) -> ValueError:
+    """``ValueError`` for a ``name`` not among ``names`` (an environment, a preset, an
+    experiment), with the closest name when one is close and the full list."""
+    close = difflib.get_close_matches(str(name), list(names), n=1)
+    hint = f" Did you mean {close[0]!r}?" if close else ""
+    return ValueError(f"unknown {kind} {name!r}.{hint} {kind.capitalize()}s: {', '.join(names)}")

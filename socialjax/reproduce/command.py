@@ -39,8 +39,8 @@ def main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         parser.error("give an experiment (socialjax reproduce --list shows them)")
     try:
         entry = get_entry(args.name)
-    except KeyError as err:
-        parser.error(err.args[0])
+    except ValueError as err:
+        parser.error(str(err))
     if args.seeds is not None and args.seeds < 2:
         parser.error("--seeds must be at least 2 (the verdict compares intervals over seeds)")
     out = args.out or f"results/reproduce/{entry.name}-{args.scale}"

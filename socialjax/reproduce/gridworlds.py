@@ -70,40 +70,43 @@ COMMON_VS_INDIVIDUAL = ("collective return of the common-reward population above
 
 SMALL_EPISODE = 250  # two 125-step rollouts: every other update ends an episode in every game
 
-CLEANUP_REWARD = Entry(
-    name="cleanup-reward",
-    title="Clean Up, IPPO with common vs individual reward",
-    citation="Guo et al., SocialJax (ICLR 2026; arXiv:2503.14576)",
-    conditions=tuple(
-        _condition(form, "cleanup", dict(num_agents=7, episode="fixed", episode_length=PAPER_EPISODE),
-                   "cleanup_ssd", dict(num_agents=3, episode_length=SMALL_EPISODE))
-        for form in ("common", "individual")
-    ),
-    measures=SOCIAL,
-    references=_finding("a common-reward population cleans the river and collects apples; an individual-reward "
-                        "one collects far fewer"),
-    criterion=_common_beats_individual,
-    criterion_text=COMMON_VS_INDIVIDUAL,
-    notes="SocialJax's individual-reward mode pays an apple N (= 7) to its collector and its common mode pays "
-          "every player the sum, so both of its curves count the group's apples per episode, as our collective "
-          "return does. Paper scale follows SocialJax's IPPO config (one shared network, 256 x 1000-step "
-          "rollouts, 1e8 env steps as in its v1.1.0 release; its May 2025 configs say 3e8).",
+
+
+def _reward_entry(name: str, game: str, paper: tuple[str, dict], small: tuple[str, dict], finding: str,
+                  notes: str) -> Entry:
+    """SocialJax's comparison in one game: a common-reward population against an
+    individual-reward one, each at ``paper`` and ``small`` scale (env name, options)."""
+    return Entry(
+        name=name,
+        title=f"{game}, IPPO with common vs individual reward",
+        citation="Guo et al., SocialJax (ICLR 2026; arXiv:2503.14576)",
+        conditions=tuple(_condition(form, *paper, *small) for form in ("common", "individual")),
+        measures=SOCIAL,
+        references=_finding(finding),
+        criterion=_common_beats_individual,
+        criterion_text=COMMON_VS_INDIVIDUAL,
+        notes=notes,
+    )
+
+
+CLEANUP_REWARD = _reward_entry(
+    "cleanup-reward", "Clean Up",
+    ("cleanup", dict(num_agents=7, episode="fixed", episode_length=PAPER_EPISODE)),
+    ("cleanup_ssd", dict(num_agents=3, episode_length=SMALL_EPISODE)),
+    "a common-reward population cleans the river and collects apples; an individual-reward one collects far "
+    "fewer",
+    "SocialJax's individual-reward mode pays an apple N (= 7) to its collector and its common mode pays every "
+    "player the sum, so both of its curves count the group's apples per episode, as our collective return "
+    "does. Paper scale follows SocialJax's IPPO config (one shared network, 256 x 1000-step rollouts, 1e8 env "
+    "steps as in its v1.1.0 release; its May 2025 configs say 3e8).",
 )
 
-HARVEST_REWARD = Entry(
-    name="harvest-reward",
-    title="Commons Harvest (open), IPPO with common vs individual reward",
-    citation="Guo et al., SocialJax (ICLR 2026; arXiv:2503.14576)",
-    conditions=tuple(
-        _condition(form, "harvest_open", dict(num_agents=7, episode="fixed", episode_length=PAPER_EPISODE),
-                   "harvest_open", dict(num_agents=3, episode="fixed", episode_length=SMALL_EPISODE))
-        for form in ("common", "individual")
-    ),
-    measures=SOCIAL,
-    references=_finding("individual reward overharvests (the tragedy of the commons): collective return below "
-                        "the common-reward population's"),
-    criterion=_common_beats_individual,
-    criterion_text=COMMON_VS_INDIVIDUAL,
-    notes="As cleanup-reward: SocialJax's two reward modes both count the group's apples. Only the open map "
-          "is run; closed and partnership are not entries yet.",
+HARVEST_REWARD = _reward_entry(
+    "harvest-reward", "Commons Harvest (open)",
+    ("harvest_open", dict(num_agents=7, episode="fixed", episode_length=PAPER_EPISODE)),
+    ("harvest_open", dict(num_agents=3, episode="fixed", episode_length=SMALL_EPISODE)),
+    "individual reward overharvests (the tragedy of the commons): collective return below the common-reward "
+    "population's",
+    "As cleanup-reward: SocialJax's two reward modes both count the group's apples. Only the open map is run; "
+    "closed and partnership are not entries yet.",
 )

@@ -187,9 +187,7 @@ def preset_names() -> list[str]:
 def get_preset(name: str) -> Preset:
     """The preset called ``name``; ``ValueError`` naming the presets otherwise."""
     if name not in PRESETS:
-        import difflib
+        from socialjax.core.registry import unknown_name
 
-        close = difflib.get_close_matches(str(name), PRESETS, n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise ValueError(f"unknown preset {name!r}.{hint} Presets: {', '.join(PRESETS)}")
+        raise unknown_name("preset", name, PRESETS)
     return PRESETS[name]
