@@ -305,7 +305,7 @@ def plot_reproduction(rep: Reproduction, path: Path) -> None:
                         ha="center", fontsize=7)
             ref = published.get((cond.name, m.name))
             if ref is not None:
-                ax.axhline(ref.value, ls="--", color=line.get_color(), lw=1.2, label=f"{cond.name} (published)")
+                ax.axhline(ref.value, ls="--", color=line.get_color(), lw=1.2, label=f"{cond.name} (reference)")
         ax.set_xlabel("env steps")
         ax.set_ylabel(m.label)
         ax.set_title(m.label)
