@@ -37,8 +37,21 @@ def test_the_verdict_follows_from_the_intervals(higher, lower, expected):
     assert separated(np.array(higher), np.array([np.nan])) == "no"
 
 
+@pytest.mark.parametrize("cleanup_gap, harvest_gap, expected", [
+    (10.0, 10.0, "reproduced"), (10.0, -10.0, "partly"), (0.5, 0.5, "partly"), (-10.0, -10.0, "not reproduced"),
+])
+def test_inequity_aversion_needs_both_games_for_reproduced(cleanup_gap, harvest_gap, expected):
+    base = np.array([0.0, 1.0, 2.0])
+    finals = {(f"{game}/{form}", "collective_return"): base for game in ("cleanup", "harvest")
+              for form in ("selfish", "advantageous", "disadvantageous")}
+    finals[("cleanup/advantageous", "collective_return")] = base + cleanup_gap
+    finals[("harvest/disadvantageous", "collective_return")] = base + harvest_gap
+    verdict, reason = get_entry("inequity-aversion").criterion(finals)
+    assert verdict == expected and "Cleanup" in reason and "Harvest" in reason
+
+
 def test_every_entry_is_complete_and_its_configs_are_valid():
-    assert {"cleanup-reward", "harvest-reward"} <= set(ENTRIES)
+    assert {"cleanup-reward", "harvest-reward", "inequity-aversion"} <= set(ENTRIES)
     for entry in ENTRIES.values():
         names = {c.name for c in entry.conditions}
         measures = {m.name for m in entry.measures}

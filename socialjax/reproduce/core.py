@@ -246,11 +246,11 @@ def write_table(rows: list[dict[str, Any]], path: Path) -> None:
 
 def format_table(rows: list[dict[str, Any]]) -> str:
     """The table as aligned text (what ``summary.txt`` and the command print)."""
-    lines = [f"{'condition':22s} {'measure':20s} {'published':>10s} {'ours [95% CI]':>28s}"]
+    lines = [f"{'condition':24s} {'measure':20s} {'published':>10s} {'ours [95% CI]':>28s}"]
     for r in rows:
         pub = "-" if r["published"] is None else f"{r['published']:.3g}"
         ours = f"{r['ours']:.3g} [{r['ours_ci_low']:.3g}, {r['ours_ci_high']:.3g}]"
-        lines.append(f"{r['condition']:22s} {r['measure']:20s} {pub:>10s} {ours:>28s}")
+        lines.append(f"{r['condition']:24s} {r['measure']:20s} {pub:>10s} {ours:>28s}")
     return "\n".join(lines)
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 from socialjax.core.registry import unknown_name
 from socialjax.reproduce.core import Entry
 from socialjax.reproduce.gridworlds import CLEANUP_REWARD, HARVEST_REWARD
+from socialjax.reproduce.inequity import INEQUITY_AVERSION
 
-ENTRIES: dict[str, Entry] = {e.name: e for e in (CLEANUP_REWARD, HARVEST_REWARD)}
+ENTRIES: dict[str, Entry] = {e.name: e for e in (CLEANUP_REWARD, HARVEST_REWARD, INEQUITY_AVERSION)}
 
 
 def get_entry(name: str) -> Entry:
