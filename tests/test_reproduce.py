@@ -51,7 +51,7 @@ def test_inequity_aversion_needs_both_games_for_reproduced(cleanup_gap, harvest_
 
 
 def test_every_entry_is_complete_and_its_configs_are_valid():
-    assert {"cleanup-reward", "harvest-reward", "inequity-aversion"} <= set(ENTRIES)
+    assert {"cleanup-reward", "harvest-reward", "inequity-aversion", "gathering-scarcity"} <= set(ENTRIES)
     for entry in ENTRIES.values():
         names = {c.name for c in entry.conditions}
         measures = {m.name for m in entry.measures}

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from socialjax.core.registry import unknown_name
 from socialjax.reproduce.core import Entry
+from socialjax.reproduce.gathering import GATHERING_SCARCITY
 from socialjax.reproduce.gridworlds import CLEANUP_REWARD, HARVEST_REWARD
 from socialjax.reproduce.inequity import INEQUITY_AVERSION
 
-ENTRIES: dict[str, Entry] = {e.name: e for e in (CLEANUP_REWARD, HARVEST_REWARD, INEQUITY_AVERSION)}
+ENTRIES: dict[str, Entry] = {e.name: e for e in (CLEANUP_REWARD, HARVEST_REWARD, INEQUITY_AVERSION, GATHERING_SCARCITY)}
 
 
 def get_entry(name: str) -> Entry:

@@ -98,7 +98,9 @@ def make_train(env, config: TrainConfig, params=None, progress: Progress | None 
       per step held; ``seat_count`` ``(U, P)``: seats held;
     - the social metrics ``collective_return``, ``efficiency``, ``equality``,
       ``sustainability``, ``peace`` ``(U,)``, averaged over the episodes that ended;
-      ``episodes`` ``(U,)``;
+      ``episodes`` ``(U,)``; ``events/<key>`` ``(U,)`` for each of the environment's
+      ``event_keys``: the event's total per episode, summed over the players (e.g.
+      ``events/zaps_fired`` in the grid games), averaged like the social metrics;
     - learner statistics ``loss``, ... ``(U, L)``, ``hparams/<name>`` ``(U, L)``;
     - ``parents`` ``(U, L)``: after selection, the learner each one was copied from
       (itself when not replaced);
@@ -298,6 +300,7 @@ def _rollout(env, params, learner, scripted, plan: SeatPlan, states, seating, ga
     P = plan.num_members
     assign = seating["assign"].reshape(-1)
     seats = plan.learner_seats(seating["order"])
+    event_metrics = tuple(social.EVENT_PREFIX + k for k in getattr(env, "event_keys", ()))
 
     def gather(x):  # (E, N, ...) -> (L, M, ...)
         return seats.gather(_flat(x))
@@ -336,6 +339,8 @@ def _rollout(env, params, learner, scripted, plan: SeatPlan, states, seating, ga
             "finished_return": finished_return,
             "seat_done": seat_done,
             "social": {k: jnp.where(ended, last[k], jnp.nan) for k in SOCIAL_KEYS},
+            # each event's total over the episode, summed over the players
+            "events": {k: jnp.where(ended, last[k].sum(axis=-1), jnp.nan) for k in event_metrics},
             "ended": ended,
         }
         return new_games, record
@@ -368,8 +373,7 @@ def _rollout(env, params, learner, scripted, plan: SeatPlan, states, seating, ga
         "seat_count": seat_count.astype(jnp.int32),
         "episodes": ended.sum(),
     }
-    for k in SOCIAL_KEYS:
-        v = rec["social"][k]
+    for k, v in (*rec["social"].items(), *rec["events"].items()):
         ok = jnp.isfinite(v)
         stats[k] = jnp.where(ok, v, 0.0).sum() / jnp.where(ok.sum() > 0, ok.sum(), jnp.nan)
     return games, rollout, stats
