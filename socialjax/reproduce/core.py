@@ -1,7 +1,8 @@
 """The machinery of ``socialjax reproduce``: an :class:`Entry` is a published
 experiment stored as data (its conditions at each scale, what is measured, the
 published values with their sources, and the criterion that turns numbers into a
-verdict); :func:`reproduce` trains every condition, measures, writes the figure with
+verdict); :func:`reproduce` trains every condition, measures, runs the entry's
+:class:`Analysis` of the trained populations when it has one, writes the figure with
 the published values overlaid, the published-vs-ours table and the verdict.
 """
 
@@ -20,30 +21,51 @@ SCALES = ("small", "paper")
 VERDICTS = ("reproduced", "partly", "not reproduced")
 KIND = "reproduction"
 TABLE_FILE, FIGURE_FILE, SUMMARY_FILE, RESULT_FILE = "table.csv", "figure.png", "summary.txt", "reproduction.json"
-FINAL_SHARE = 0.2  # a run's value of a measure: its mean over the last 20% of updates
+FINAL_SHARE = 0.2  # a run's value of a measure: its mean over the last (or first) 20% of updates
+WINDOWS = ("end", "start")
 
 
 @dataclasses.dataclass(frozen=True)
 class Condition:
     """One arm of the experiment, per scale: a population trained on
-    ``sj.make(env[scale], **env_options[scale])`` with ``TrainConfig(**config[scale])``."""
+    ``sj.make(env[scale], **env_options[scale])`` with ``TrainConfig(**config[scale])``;
+    run at the ``scales`` listed (an arm too costly for the CPU-sized scale is run at
+    ``paper`` scale only)."""
 
     name: str
     env: Mapping[str, str]  # scale -> registered env name
     env_options: Mapping[str, Mapping[str, Any]]  # scale -> options
     config: Mapping[str, Mapping[str, Any]]  # scale -> TrainConfig fields
+    scales: tuple[str, ...] = SCALES
 
 
 @dataclasses.dataclass(frozen=True)
 class Measure:
     """A quantity of a run: ``metric`` of the training metrics (``(U,)`` or ``(U, P)``,
-    averaged over members ``members`` when given), its final value the mean over the
-    last :data:`FINAL_SHARE` of updates."""
+    averaged over members ``members`` when given), its value the mean over the last
+    (``window="end"``) or the first (``"start"``) :data:`FINAL_SHARE` of updates."""
 
     name: str
     metric: str
     label: str
     members: slice | None = None  # for (U, P) metrics: the members averaged (default all)
+    window: str = "end"
+
+    def __post_init__(self):
+        if self.window not in WINDOWS:
+            raise ValueError(f"{self.name}: window must be one of {WINDOWS}, got {self.window!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Analysis:
+    """What an entry measures on the trained populations after training (e.g. playing
+    learners of two conditions together). ``keys[scale]`` are the ``(row, quantity)``
+    pairs it returns at that scale, declared so that references can be checked without
+    running; ``compute(runs, scale, seeds)`` gets ``{condition: (RunResult, env,
+    TrainConfig)}`` and returns ``{key: (S,) values}``."""
+
+    keys: Mapping[str, tuple[tuple[str, str], ...]]
+    compute: Callable[[dict, str, int], dict[tuple[str, str], np.ndarray]]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,7 +86,8 @@ class Reference:
 class Entry:
     """A published experiment. ``criterion(finals)`` gets ``{(condition, measure):
     (S,) final values}`` and returns ``(verdict, reason)`` with the verdict one of
-    :data:`VERDICTS`; ``criterion_text`` states it for the reader."""
+    :data:`VERDICTS`; ``criterion_text`` states it for the reader. ``plot(rep, path)``,
+    when given, draws the entry's figure in place of :func:`plot_reproduction`."""
 
     name: str
     title: str
@@ -76,6 +99,17 @@ class Entry:
     criterion_text: str
     seeds: Mapping[str, int] = dataclasses.field(default_factory=lambda: {"small": 2, "paper": 3})
     notes: str = ""
+    analysis: Analysis | None = None
+    plot: Callable[["Reproduction", Path], None] | None = None
+
+    def conditions_at(self, scale: str) -> tuple[Condition, ...]:
+        return tuple(c for c in self.conditions if scale in c.scales)
+
+    def keys(self, scale: str) -> list[tuple[str, str]]:
+        """Every ``(row, quantity)`` the entry reports at ``scale``: each condition's
+        measures, then the analysis's keys."""
+        keys = [(c.name, m.name) for c in self.conditions_at(scale) for m in self.measures]
+        return keys + list(self.analysis.keys[scale] if self.analysis is not None else ())
 
     def condition(self, name: str) -> Condition:
         for c in self.conditions:
@@ -113,11 +147,11 @@ def measure_curve(metrics: Mapping[str, np.ndarray], measure: Measure) -> np.nda
     return values
 
 
-def final_values(curve: np.ndarray) -> np.ndarray:
-    """``(S,)``: each run's mean over the last :data:`FINAL_SHARE` of updates (NaN
-    updates, where no episode ended, skipped)."""
+def final_values(curve: np.ndarray, window: str = "end") -> np.ndarray:
+    """``(S,)``: each run's mean over the last (``window="end"``) or first (``"start"``)
+    :data:`FINAL_SHARE` of updates (NaN updates, where no episode ended, skipped)."""
     k = max(1, int(round(curve.shape[1] * FINAL_SHARE)))
-    last = curve[:, -k:]
+    last = curve[:, -k:] if window == "end" else curve[:, :k]
     ok = np.isfinite(last)
     return np.where(ok.any(axis=1), np.where(ok, last, 0.0).sum(axis=1) / np.maximum(ok.sum(axis=1), 1), np.nan)
 
@@ -152,7 +186,8 @@ def ordered_verdict(finals, higher: tuple[str, str], lower: tuple[str, str], wha
     separated, partly when only the means are ordered, not reproduced otherwise."""
     how = separated(finals[higher], finals[lower])
     a, b = interval(finals[higher])[0], interval(finals[lower])[0]
-    text = f"{what}: {higher[0]} {a:.3g} vs {lower[0]} {b:.3g}"
+    i = 0 if higher[0] != lower[0] else 1  # name the conditions, or the quantities of one row
+    text = f"{what}: {higher[i]} {a:.3g} vs {lower[i]} {b:.3g}"
     if how == "clear":
         return "reproduced", text + " (95% intervals over seeds separated)"
     if how == "means":
@@ -160,7 +195,75 @@ def ordered_verdict(finals, higher: tuple[str, str], lower: tuple[str, str], wha
     return "not reproduced", text + " (not in the expected order)"
 
 
+def sign_verdict(values: np.ndarray, what: str, positive: bool = True) -> tuple[str, str]:
+    """Verdict of "``values`` (one per seed) are above zero" (below with ``positive=False``):
+    reproduced when the 95% interval excludes zero on that side, partly when only the
+    mean does, not reproduced otherwise."""
+    mean, low, high = interval(values)
+    sign = 1.0 if positive else -1.0
+    text = f"{what}: {mean:.3g} [{low:.3g}, {high:.3g}]"
+    if not np.isfinite(mean):
+        return "not reproduced", text + " (undefined)"
+    if sign * low > 0 and sign * high > 0:
+        return "reproduced", text + " (95% interval excludes 0)"
+    if sign * mean > 0:
+        return "partly", text + " (mean on the expected side of 0, interval includes it)"
+    return "not reproduced", text + " (mean on the wrong side of 0)"
+
+
+def combined_verdict(parts: list[tuple[str, str]]) -> tuple[str, str]:
+    """Several findings together: reproduced when all are, not reproduced when none is
+    even partly, partly otherwise; the reasons joined."""
+    verdicts = [v for v, _ in parts]
+    if all(v == "reproduced" for v in verdicts):
+        verdict = "reproduced"
+    elif all(v == "not reproduced" for v in verdicts):
+        verdict = "not reproduced"
+    else:
+        verdict = "partly"
+    return verdict, "; ".join(reason for _, reason in parts)
+
+
 # ------------------------------------------------------------------------------- running
+def group_plans(plans: list, scale: str) -> list[list]:
+    """Conditions that differ only in the values of sweepable hyperparameters (same env,
+    options and every other setting, no sweep of their own) train as one run over the
+    grid of those values: one compilation instead of one per condition."""
+    from socialjax.train.config import SWEEPABLE
+
+    groups: dict[Any, list] = {}
+    for cond, env, config in plans:
+        fixed = {k: v for k, v in dataclasses.asdict(config).items() if k not in SWEEPABLE}
+        key = (cond.env[scale], repr(sorted(dict(cond.env_options[scale]).items())), repr(sorted(fixed.items())))
+        if config.sweep_axes():
+            key = (key, cond.name)  # a condition with its own sweep runs alone
+        groups.setdefault(key, []).append((cond, env, config))
+    return list(groups.values())
+
+
+def merged_config(group: list):
+    """The config of a group's run: each hyperparameter the conditions disagree on swept
+    over their values (the outer product; points no condition asked for are run too)."""
+    from socialjax.train.config import SWEEPABLE
+
+    configs = [config for _, _, config in group]
+    axes = {}
+    for name in SWEEPABLE:
+        values = sorted({float(getattr(c, name)) for c in configs})
+        if len(values) > 1:
+            axes[name] = values
+    return configs[0].replace(**axes)
+
+
+def grid_index(result, config) -> int:
+    """The grid point of ``result`` whose hyperparameters are ``config``'s."""
+    G = len(next(iter(result.grid.values())))
+    for g in range(G):
+        if all(np.isclose(result.grid[k][g], np.float32(getattr(config, k))) for k in result.grid):
+            return g
+    raise ValueError("no grid point has this condition's hyperparameters")
+
+
 def reproduce(entry: Entry, scale: str = "small", seeds: int | None = None, *, out: str | Path | None = None,
               overwrite: bool = False, progress: bool = True) -> Reproduction:
     """Train every condition of ``entry`` at ``scale`` with ``seeds`` seeds (default the
@@ -178,28 +281,45 @@ def reproduce(entry: Entry, scale: str = "small", seeds: int | None = None, *, o
     if out is not None:
         out = store.check_out_dir(out, overwrite=overwrite)
     plans = []
-    for cond in entry.conditions:  # every config checked before anything is compiled
+    for cond in entry.conditions_at(scale):  # every config checked before anything is compiled
         env = sj.make(cond.env[scale], **dict(cond.env_options[scale]))
         config = TrainConfig().replace(**dict(cond.config[scale]))
         config.validate()
         plans.append((cond, env, config))
     start = time.perf_counter()
-    results, finals, curves, steps = {}, {}, {}, {}
-    for cond, env, config in plans:
+    results, runs, finals, curves, steps = {}, {}, {}, {}, {}
+    trained = {}
+    for group in group_plans(plans, scale):
+        (cond, env, config), names = group[0], ", ".join(c.name for c, _, _ in group)
+        grid = config if len(group) == 1 else merged_config(group)
         if progress:
-            print(f"[{entry.name}] {cond.name}: {config.num_updates} updates x {config.num_envs} games x "
-                  f"{config.rollout_len} steps, {seeds} seeds", flush=True)
-        result = run(env, config, seeds=seeds, progress=progress, label=cond.name)
+            print(f"[{entry.name}] {names}: {grid.num_updates} updates x {grid.num_envs} games x "
+                  f"{grid.rollout_len} steps, {seeds} seeds"
+                  + ("" if len(group) == 1 else f", one run over {len(group)} grid points"), flush=True)
+        result = run(env, grid, seeds=seeds, progress=progress, label=names)
+        for cond, env, config in group:
+            trained[cond.name] = result if len(group) == 1 else result.point(grid_index(result, config), config)
+    for cond, env, config in plans:
+        result = trained[cond.name]
         results[cond.name] = (result, cond)
+        runs[cond.name] = (result, env, config)
         steps[cond.name] = np.arange(1, config.num_updates + 1) * config.num_envs * config.rollout_len
         for m in entry.measures:
             curve = measure_curve(result.metrics, m)
             curves[(cond.name, m.name)] = curve
-            finals[(cond.name, m.name)] = final_values(curve)
+            finals[(cond.name, m.name)] = final_values(curve, m.window)
+    if entry.analysis is not None:
+        if progress:
+            print(f"[{entry.name}] analysing the trained populations", flush=True)
+        extra = entry.analysis.compute(runs, scale, seeds)
+        missing = set(entry.analysis.keys[scale]) - set(extra)
+        if missing:
+            raise ValueError(f"{entry.name}: the analysis did not return {sorted(missing)}")
+        finals.update({k: np.asarray(extra[k], np.float64) for k in entry.analysis.keys[scale]})
     verdict, reason = entry.criterion(finals)
     if verdict not in VERDICTS:
         raise ValueError(f"{entry.name}: criterion returned {verdict!r}, not one of {VERDICTS}")
-    rows = table_rows(entry, finals, seeds)
+    rows = table_rows(entry, finals, seeds, scale)
     rep = Reproduction(entry, scale, seeds, finals, curves, steps, verdict, reason, rows,
                        time.perf_counter() - start)
     if out is not None:
@@ -208,7 +328,7 @@ def reproduce(entry: Entry, scale: str = "small", seeds: int | None = None, *, o
                 save_run(result, tmp / name, env_name=cond.env[scale], env_options=dict(cond.env_options[scale]),
                          preset=f"{entry.name}/{name}", plot=False)
             write_table(rows, tmp / TABLE_FILE)
-            plot_reproduction(rep, tmp / FIGURE_FILE)
+            (entry.plot or plot_reproduction)(rep, tmp / FIGURE_FILE)
             (tmp / SUMMARY_FILE).write_text(summary(rep) + "\n")
             (tmp / RESULT_FILE).write_text(json.dumps(to_json(rep), indent=2) + "\n")
 
@@ -216,22 +336,21 @@ def reproduce(entry: Entry, scale: str = "small", seeds: int | None = None, *, o
     return rep
 
 
-def table_rows(entry: Entry, finals, seeds: int) -> list[dict[str, Any]]:
-    """One row per (condition, measure): published value and source, ours with its
-    95% interval over seeds."""
+def table_rows(entry: Entry, finals, seeds: int, scale: str) -> list[dict[str, Any]]:
+    """One row per (condition, measure) and per analysis key: published value and
+    source, ours with its 95% interval over seeds."""
     published = {(r.condition, r.measure): r for r in entry.references}
     rows = []
-    for cond in entry.conditions:
-        for m in entry.measures:
-            mean, low, high = interval(finals[(cond.name, m.name)])
-            ref = published.get((cond.name, m.name))
-            rows.append({
-                "condition": cond.name, "measure": m.name,
-                "published": None if ref is None or ref.value is None else ref.value,
-                "published_note": "" if ref is None else ref.note,
-                "source": "" if ref is None else f"{ref.source} ({ref.how})",
-                "ours": mean, "ours_ci_low": low, "ours_ci_high": high, "seeds": seeds,
-            })
+    for name, measure in entry.keys(scale):
+        mean, low, high = interval(finals[(name, measure)])
+        ref = published.get((name, measure))
+        rows.append({
+            "condition": name, "measure": measure,
+            "published": None if ref is None or ref.value is None else ref.value,
+            "published_note": "" if ref is None else ref.note,
+            "source": "" if ref is None else f"{ref.source} ({ref.how})",
+            "ours": mean, "ours_ci_low": low, "ours_ci_high": high, "seeds": seeds,
+        })
     return rows
 
 
@@ -293,7 +412,7 @@ def plot_reproduction(rep: Reproduction, path: Path) -> None:
     fig, axes = plt.subplots(1, len(e.measures), figsize=(4.6 * len(e.measures), 3.6), squeeze=False)
     published = {(r.condition, r.measure): r for r in e.references if r.value is not None}
     for ax, m in zip(axes[0], e.measures):
-        for i, cond in enumerate(e.conditions):
+        for i, cond in enumerate(e.conditions_at(rep.scale)):
             curve = rep.curves[(cond.name, m.name)]
             ok = np.isfinite(curve).all(axis=0)  # updates in which an episode ended (in every seed)
             x = rep.steps[cond.name][ok]
@@ -311,7 +430,15 @@ def plot_reproduction(rep: Reproduction, path: Path) -> None:
         ax.set_title(m.label)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-    fig.suptitle(f"{e.name} ({rep.scale} scale, {rep.seeds} seeds): {rep.verdict}", fontsize=10)
+    finish_figure(fig, rep, path)
+
+
+def finish_figure(fig, rep: Reproduction, path: Path) -> None:
+    """Title ``fig`` with the entry, scale, seeds and verdict, save it to ``path`` and
+    close it (every entry's figure ends this way)."""
+    import matplotlib.pyplot as plt
+
+    fig.suptitle(f"{rep.entry.name} ({rep.scale} scale, {rep.seeds} seeds): {rep.verdict}", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from socialjax.core.registry import unknown_name
+from socialjax.reproduce.commons import COMMONS_METRICS
 from socialjax.reproduce.core import Entry
 from socialjax.reproduce.gathering import GATHERING_SCARCITY
 from socialjax.reproduce.gridworlds import CLEANUP_REWARD, HARVEST_REWARD
 from socialjax.reproduce.inequity import INEQUITY_AVERSION
+from socialjax.reproduce.schelling import SCHELLING
 
-ENTRIES: dict[str, Entry] = {e.name: e for e in (CLEANUP_REWARD, HARVEST_REWARD, INEQUITY_AVERSION, GATHERING_SCARCITY)}
+ENTRIES: dict[str, Entry] = {e.name: e for e in (CLEANUP_REWARD, HARVEST_REWARD, INEQUITY_AVERSION, GATHERING_SCARCITY,
+                                                 COMMONS_METRICS, SCHELLING)}
 
 
 def get_entry(name: str) -> Entry:

@@ -53,6 +53,6 @@ GATHERING_SCARCITY = Entry(
     criterion_text=("beams fired per episode higher in the scarce orchard than in the abundant one: reproduced "
                     "when the 95% intervals over seeds are separated, partly when only the means are ordered"),
     notes="The paper swept N_apple and N_tagged over a grid (the values were not read here); the two respawn "
-          "times and the time-out are ours. At small scale the learners have 8,000 env steps; under random play "
+          "times and the time-out are ours. At small scale the learners have 4,000 env steps; under random play "
           "each player beams on about one step in eight (one action of eight).",
 )

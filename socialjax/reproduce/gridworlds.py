@@ -10,7 +10,7 @@ players: on Melting Pot's map random play grows no apple in the first 1000 steps
 
 from __future__ import annotations
 
-from socialjax.reproduce.core import Condition, Entry, Measure, Reference, ordered_verdict
+from socialjax.reproduce.core import Condition, Entry, Measure, Reference, combined_verdict, ordered_verdict
 from socialjax.train.presets import (
     PAPER_ENV_STEPS,
     PAPER_EPISODE,
@@ -28,7 +28,8 @@ PAPER_IPPO = dict(
     num_minibatches=PAPER_MINIBATCHES, clip_eps=0.2, ent_coef=0.01, gamma=0.99, gae_lambda=0.95, vf_coef=0.5,
     max_grad_norm=0.5, anneal_lr=True, evaluate=False,
 )
-SMALL = dict(num_envs=4, rollout_len=125, num_updates=16, evaluate=False, **SMALL_IPPO)
+SMALL_EPISODE = 250  # two 125-step rollouts: every other update ends an episode in every game
+SMALL = dict(num_envs=2, rollout_len=125, num_updates=16, evaluate=False, **SMALL_IPPO)
 
 SOCIAL = (
     Measure("collective_return", "collective_return", "collective return (per episode)"),
@@ -38,61 +39,77 @@ SOCIAL = (
 )
 
 
-def _condition(form: str, paper_env: str, paper_options: dict, small_env: str, small_options: dict) -> Condition:
+def _condition(name: str, form: str, paper: tuple[str, dict], small: tuple[str, dict] | None) -> Condition:
+    """``paper`` and ``small``: env name and options at each scale (``small=None``: run at
+    paper scale only)."""
+    scales = {"paper": paper} if small is None else {"paper": paper, "small": small}
     return Condition(
-        name=form,
-        env={"paper": paper_env, "small": small_env},
-        env_options={"paper": paper_options, "small": small_options},
+        name=name,
+        env={scale: env for scale, (env, _) in scales.items()},
+        env_options={scale: options for scale, (_, options) in scales.items()},
         config={"paper": dict(PAPER_IPPO, reward=form), "small": dict(SMALL, reward=form)},
+        scales=tuple(scales),
     )
 
 
 SOCIALJAX = "Guo et al., SocialJax (arXiv:2503.14576), IPPO learning curves, individual vs common reward"
 SOCIALJAX_HOW = ("the direction the comparison tests; SocialJax's curves and numbers were not read here "
                  "(see REPRODUCTIONS.md)")
+FORMS = ("common", "individual")
 
 
-def _finding(note: str) -> tuple:
-    """The published finding on collective return (both conditions), without a number."""
-    return (Reference("common", "collective_return", None, SOCIALJAX, SOCIALJAX_HOW, note),
-            Reference("individual", "collective_return", None, SOCIALJAX, SOCIALJAX_HOW, note))
+def _prefix(game: str | None) -> str:
+    return "" if game is None else f"{game}/"
 
 
-def _common_beats_individual(finals):
-    return ordered_verdict(finals, ("common", "collective_return"), ("individual", "collective_return"),
-                           "collective return")
+def _common_beats_individual(games: tuple[str | None, ...]):
+    """The criterion over the entry's maps run at this scale: common above individual in
+    each."""
+    def criterion(finals):
+        return combined_verdict([
+            ordered_verdict(finals, (f"{_prefix(g)}common", "collective_return"),
+                            (f"{_prefix(g)}individual", "collective_return"),
+                            f"collective return{'' if g is None else ' (' + g + ')'}")
+            for g in games if (f"{_prefix(g)}common", "collective_return") in finals])
+    return criterion
 
 
 COMMON_VS_INDIVIDUAL = ("collective return of the common-reward population above the individual-reward "
-                        "one: reproduced when the 95% intervals over seeds are separated, partly when only "
-                        "the means are ordered, not reproduced otherwise")
+                        "one{maps}: reproduced when the 95% intervals over seeds are separated{all}, partly when "
+                        "only the means are ordered{some}, not reproduced otherwise")
 
 
-SMALL_EPISODE = 250  # two 125-step rollouts: every other update ends an episode in every game
-
-
-
-def _reward_entry(name: str, game: str, paper: tuple[str, dict], small: tuple[str, dict], finding: str,
-                  notes: str) -> Entry:
+def _reward_entry(name: str, game: str, maps: dict[str | None, tuple[tuple[str, dict], tuple[str, dict] | None]],
+                  finding: str, notes: str) -> Entry:
     """SocialJax's comparison in one game: a common-reward population against an
-    individual-reward one, each at ``paper`` and ``small`` scale (env name, options)."""
+    individual-reward one on each of ``maps`` (``{label: (paper, small)}``, each an env
+    name and its options, ``small=None`` for a map run at paper scale only; a single map
+    labelled ``None`` names the conditions ``common`` and ``individual``, several
+    ``<label>/common`` ...)."""
+    games = tuple(maps)
+    several = len(games) > 1
+    references = tuple(Reference(f"{_prefix(g)}{form}", "collective_return", None, SOCIALJAX, SOCIALJAX_HOW, finding)
+                       for g in games for form in FORMS)
     return Entry(
         name=name,
         title=f"{game}, IPPO with common vs individual reward",
         citation="Guo et al., SocialJax (ICLR 2026; arXiv:2503.14576)",
-        conditions=tuple(_condition(form, *paper, *small) for form in ("common", "individual")),
+        conditions=tuple(_condition(f"{_prefix(g)}{form}", form, *maps[g])
+                         for g in games for form in FORMS),
         measures=SOCIAL,
-        references=_finding(finding),
-        criterion=_common_beats_individual,
-        criterion_text=COMMON_VS_INDIVIDUAL,
+        references=references,
+        criterion=_common_beats_individual(games),
+        criterion_text=COMMON_VS_INDIVIDUAL.format(
+            maps=" on each map run" if several else "", all=" on every map" if several else "",
+            some=" on some" if several else ""),
         notes=notes,
     )
 
 
 CLEANUP_REWARD = _reward_entry(
     "cleanup-reward", "Clean Up",
-    ("cleanup", dict(num_agents=7, episode="fixed", episode_length=PAPER_EPISODE)),
-    ("cleanup_ssd", dict(num_agents=3, episode_length=SMALL_EPISODE)),
+    {None: (("cleanup", dict(num_agents=7, episode="fixed", episode_length=PAPER_EPISODE)),
+            ("cleanup_ssd", dict(num_agents=3, episode_length=SMALL_EPISODE)))},
     "a common-reward population cleans the river and collects apples; an individual-reward one collects far "
     "fewer",
     "SocialJax's individual-reward mode pays an apple N (= 7) to its collector and its common mode pays every "
@@ -102,11 +119,15 @@ CLEANUP_REWARD = _reward_entry(
 )
 
 HARVEST_REWARD = _reward_entry(
-    "harvest-reward", "Commons Harvest (open)",
-    ("harvest_open", dict(num_agents=7, episode="fixed", episode_length=PAPER_EPISODE)),
-    ("harvest_open", dict(num_agents=3, episode="fixed", episode_length=SMALL_EPISODE)),
+    "harvest-reward", "Commons Harvest (open, closed, partnership)",
+    {kind: ((f"harvest_{kind}", dict(num_agents=7, episode="fixed", episode_length=PAPER_EPISODE)),
+            (f"harvest_{kind}", dict(num_agents=3, episode="fixed", episode_length=SMALL_EPISODE))
+            if kind == "open" else None)
+     for kind in ("open", "closed", "partnership")},
     "individual reward overharvests (the tragedy of the commons): collective return below the common-reward "
     "population's",
-    "As cleanup-reward: SocialJax's two reward modes both count the group's apples. Only the open map is run; "
-    "closed and partnership are not entries yet.",
+    "As cleanup-reward: SocialJax's two reward modes both count the group's apples. SocialJax trained open and "
+    "closed (its closed map is its open env with a walled map); partnership is Melting Pot's third Commons "
+    "Harvest map, run here the same way. Closed and partnership run at paper scale only: at small scale each "
+    "map is two more compilations, and the open map is the comparison SocialJax's text leads with.",
 )

@@ -17,6 +17,10 @@ Outputs of :func:`make_evaluator` (``L`` learners, ``P`` training members):
   learners ``l, l+1, ...`` (mod ``L``) in the first ``num_focal`` seats and the
   background bots (cycling) in the rest; ``eval/background_reward_rate`` ``(L,)``; and
   ``eval/focal/<social metric>`` averaged over those scenarios.
+
+``evaluate.play_rows(states, rows, key)`` plays any scenarios, ``rows`` ``(R, N)``, and
+returns each seat's reward per step ``(R, N)`` and the social metrics ``(R,)`` (the
+Schelling diagrams of ``socialjax reproduce schelling`` are made this way).
 """
 
 from __future__ import annotations
@@ -112,4 +116,5 @@ def make_evaluator(env, params, config: TrainConfig, learner, num_learners: int,
                 out.update({f"eval/focal/{k}": jnp.nanmean(v) for k, v in m_b.items()})
         return out
 
+    evaluate.play_rows = play_rows  # any scenarios: (rows (R, N) member per seat) -> (R, N) rates, metrics
     return evaluate

@@ -110,6 +110,16 @@ class RunResult:
     def num_runs(self) -> int:
         return int(len(self.seeds) * len(next(iter(self.grid.values()))))
 
+    def point(self, g: int, config: TrainConfig | None = None) -> "RunResult":
+        """Grid point ``g`` alone (leading axes ``(1, S)``), as if run by itself with
+        ``config`` (default: this result's config)."""
+        take = lambda x: np.asarray(x)[g:g + 1]  # noqa: E731
+        return dataclasses.replace(
+            self, config=self.config if config is None else config, grid={k: take(v) for k, v in self.grid.items()},
+            metrics={k: take(v) for k, v in self.metrics.items()}, states=jax.tree_util.tree_map(take, self.states),
+            nan_runs=[line for line in self.nan_runs if f"grid point {g} " in line or "grid point" not in line],
+        )
+
 
 def run_keys(seeds: Sequence[int], base_seed: int = 0) -> jax.Array:
     """One key per seed: ``fold_in(key(base_seed), seed)``."""

@@ -1,0 +1,123 @@
+"""The social outcome metrics over training in a common-pool resource game (Perolat et
+al. 2017).
+
+Perolat et al. trained independently learning agents in a gridworld commons whose
+apples regrow faster where more apples are left nearby, and followed four metrics over
+training: efficiency (collective reward per step), equality (one minus the Gini
+coefficient of the returns), sustainability (the mean time step at which rewards are
+collected) and peace (the players not tagged out). They describe three phases: a naive
+one while the stock is plentiful, a tragedy in which the learners deplete it, and a
+mature one in which they manage it, excluding others with the tagging beam.
+
+The commons here is the original Harvest of Hughes et al. (2018) (``harvest_ssd``),
+whose regrowth rule is Perolat et al.'s (probability by the apples within distance 2).
+The criterion tests the first transition, which a short run can show: from the first
+to the last fifth of training the learners collect more (efficiency rises) and sooner
+in the episode, the stock running out (sustainability falls).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from socialjax.reproduce.core import (
+    FINAL_SHARE,
+    Condition,
+    Entry,
+    Measure,
+    Reference,
+    combined_verdict,
+    finish_figure,
+    sign_verdict,
+)
+from socialjax.reproduce.gridworlds import PAPER_IPPO, SMALL, SMALL_EPISODE
+
+METRICS = (
+    ("efficiency", "efficiency (collective reward per step)"),
+    ("equality", "equality (1 - Gini of returns)"),
+    ("sustainability", "sustainability (mean step of reward)"),
+    ("peace", "peace (players not tagged out)"),
+)
+SOURCE = ("Perolat et al. 2017, A multi-agent reinforcement learning model of common-pool resource appropriation "
+          "(NeurIPS 2017), the social outcome metrics over training")
+HOW = ("qualitative: the three phases as the paper's abstract and its summaries state them; its figures and "
+       "numbers were not read here")
+
+SELFISH = Condition(
+    name="selfish",
+    env={"paper": "harvest_ssd", "small": "harvest_ssd"},
+    env_options={"paper": dict(num_agents=5, episode_length=1000),
+                 "small": dict(num_agents=5, episode_length=SMALL_EPISODE)},
+    config={"paper": dict(PAPER_IPPO, seating="independent"),
+            "small": dict(SMALL, num_updates=24)},
+)
+
+
+def _criterion(finals):
+    def change(metric):
+        return finals[("selfish", f"{metric}_end")] - finals[("selfish", f"{metric}_start")]
+
+    return combined_verdict([
+        sign_verdict(change("efficiency"), "efficiency, last minus first fifth of training"),
+        sign_verdict(change("sustainability"), "sustainability, last minus first fifth", positive=False),
+    ])
+
+
+def plot(rep, path) -> None:
+    """Four panels, one per metric, over training (mean over seeds, 95% band), the first
+    and last fifths shaded."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from socialjax.viz.plots import mean_ci95
+
+    fig, axes = plt.subplots(1, len(METRICS), figsize=(4.4 * len(METRICS), 3.4))
+    x = rep.steps["selfish"]
+    for ax, (metric, label) in zip(axes, METRICS):
+        curve = rep.curves[("selfish", f"{metric}_end")]
+        ok = np.isfinite(curve).all(axis=0)
+        if ok.any():
+            mean, low, high = mean_ci95(curve[:, ok])
+            ax.plot(x[ok], mean, marker="o", ms=3)
+            ax.fill_between(x[ok], low, high, alpha=0.25, lw=0)
+        else:  # e.g. equality when the fines make returns negative
+            ax.text(0.5, 0.5, "undefined in every update", transform=ax.transAxes, ha="center", fontsize=8)
+        k = max(1, int(round(len(x) * FINAL_SHARE)))
+        ax.axvspan(x[0], x[k - 1], color="0.85", zorder=0, label="first fifth")
+        ax.axvspan(x[-k], x[-1], color="0.7", zorder=0, label="last fifth")
+        ax.set_xlabel("env steps")
+        ax.set_title(label, fontsize=9)
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=7)
+    finish_figure(fig, rep, path)
+
+
+COMMONS_METRICS = Entry(
+    name="commons-metrics",
+    title="Efficiency, equality, sustainability and peace over training in a commons",
+    citation="Perolat et al., NeurIPS 2017",
+    conditions=(SELFISH,),
+    measures=tuple(Measure(f"{metric}_{window}", metric, f"{label}, {window} of training", window=window)
+                   for metric, label in METRICS for window in ("start", "end")),
+    references=(
+        Reference("selfish", "sustainability_end", None, SOURCE, HOW,
+                  "the tragedy: learners deplete the stock, collecting early in the episode (sustainability falls "
+                  "from the naive phase)"),
+        Reference("selfish", "efficiency_end", None, SOURCE, HOW,
+                  "learners appropriate more than naive (random) play"),
+        Reference("selfish", "peace_end", None, SOURCE, HOW,
+                  "the mature phase excludes others with the tagging beam (peace falls); not part of the "
+                  "criterion"),
+    ),
+    criterion=_criterion,
+    criterion_text=("the tragedy phase: from the first to the last fifth of training efficiency rises and "
+                    "sustainability falls (each run's change, 95% interval over seeds). Reproduced when both "
+                    "intervals exclude zero on the expected side, not reproduced when neither mean is on it, "
+                    "partly otherwise. The mature phase (exclusion restoring sustainability) is not tested"),
+    notes="Perolat et al.'s own map, number of players and learners were not read here; the map is Hughes et "
+          "al.'s Harvest (5 players) with the paper's regrowth rule, and the learners are our independent IPPO "
+          "(paper scale at SocialJax's batch, 1e8 env steps). The figure shows all four metrics over training.",
+    plot=plot,
+)

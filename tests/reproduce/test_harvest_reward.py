@@ -1,0 +1,26 @@
+"""harvest-reward at small scale: the open map's two populations, numbers that hold for
+Commons Harvest, and a verdict that follows from them."""
+
+import numpy as np
+import pytest
+from small_runs import check_verdict, quoted, small_reproduction
+
+
+@pytest.fixture(scope="module")
+def harvest(tmp_path_factory):
+    return small_reproduction("harvest-reward", tmp_path_factory)
+
+
+def test_small_scale_runs_the_open_map_and_judges_it(harvest):
+    rep, out = harvest
+    check_verdict(rep)
+    assert [c.name for c in rep.entry.conditions_at("small")] == ["open/common", "open/individual"]
+    assert "(open)" in rep.reason and "closed" not in rep.reason
+    for cond in ("open/common", "open/individual"):
+        assert quoted(rep, (cond, "collective_return")) in rep.reason
+        # Melting Pot's Commons Harvest pays 1 per apple and fines nothing: a return is a count of apples,
+        # at most one per player per step (3 players, 250-step episodes)
+        values = rep.finals[(cond, "collective_return")]
+        assert np.isfinite(values).all() and (values >= 0).all() and (values <= 3 * 250).all()
+        assert (out / cond / "summary.txt").exists()
+    assert not (out / "closed").exists()

@@ -1,0 +1,169 @@
+"""socialjax reproduce, without training: the criteria, the grouping of conditions into
+one run, the entries' declarations and the command's errors. Each entry's small-scale
+run has its own test file beside this one."""
+
+import numpy as np
+import pytest
+
+import socialjax as sj
+
+from socialjax import cli
+from socialjax.reproduce import ENTRIES, get_entry
+from socialjax.reproduce.core import (
+    combined_verdict,
+    final_values,
+    grid_index,
+    group_plans,
+    interval,
+    merged_config,
+    ordered_verdict,
+    separated,
+    sign_verdict,
+)
+from socialjax.reproduce.schelling import compositions, diagram
+from socialjax.train import TrainConfig
+
+
+def test_final_values_average_the_last_fifth_and_skip_updates_without_an_episode():
+    curve = np.array([[0, 0, 0, 0, 0, 0, 0, 0, 4.0, 6.0],
+                      [0, 0, 0, 0, 0, 0, 0, 0, np.nan, 2.0],
+                      [np.nan] * 10])
+    np.testing.assert_array_equal(final_values(curve), [5.0, 2.0, np.nan])
+
+
+def test_interval_is_the_mean_inside_a_bootstrap_band():
+    mean, low, high = interval(np.array([1.0, 2.0, 3.0, np.nan]))
+    assert mean == 2.0 and 1.0 <= low < 2.0 < high <= 3.0
+    assert np.isnan(interval(np.array([np.nan]))[0])
+
+
+@pytest.mark.parametrize("higher, lower, expected", [
+    ([10.0, 11.0, 12.0], [1.0, 2.0, 3.0], "reproduced"),
+    ([3.0, 9.0, 6.0], [1.0, 7.0, 4.0], "partly"),
+    ([1.0, 2.0, 3.0], [10.0, 11.0, 12.0], "not reproduced"),
+])
+def test_the_verdict_follows_from_the_intervals(higher, lower, expected):
+    finals = {("a", "x"): np.array(higher), ("b", "x"): np.array(lower)}
+    verdict, reason = ordered_verdict(finals, ("a", "x"), ("b", "x"), "x")
+    assert verdict == expected and "a " in reason
+    assert separated(np.array(higher), np.array([np.nan])) == "no"
+
+
+@pytest.mark.parametrize("cleanup_gap, harvest_gap, expected", [
+    (10.0, 10.0, "reproduced"), (10.0, -10.0, "partly"), (0.5, 0.5, "partly"), (-10.0, -10.0, "not reproduced"),
+])
+def test_inequity_aversion_needs_both_games_for_reproduced(cleanup_gap, harvest_gap, expected):
+    base = np.array([0.0, 1.0, 2.0])
+    finals = {(f"{game}/{form}", "collective_return"): base for game in ("cleanup", "harvest")
+              for form in ("selfish", "advantageous", "disadvantageous")}
+    finals[("cleanup/advantageous", "collective_return")] = base + cleanup_gap
+    finals[("harvest/disadvantageous", "collective_return")] = base + harvest_gap
+    verdict, reason = get_entry("inequity-aversion").criterion(finals)
+    assert verdict == expected and "Cleanup" in reason and "Harvest" in reason
+
+
+def test_every_entry_is_complete_and_its_configs_are_valid():
+    assert set(ENTRIES) == {"cleanup-reward", "harvest-reward", "inequity-aversion", "gathering-scarcity",
+                            "commons-metrics", "schelling"}
+    for entry in ENTRIES.values():
+        keys = set(entry.keys("paper"))
+        assert set(entry.keys("small")) <= keys and entry.conditions_at("small"), entry.name
+        for ref in entry.references:
+            assert (ref.condition, ref.measure) in keys, (entry.name, ref)
+            assert ref.source and ref.how, (entry.name, ref)
+        for cond in entry.conditions:
+            for scale in cond.scales:
+                TrainConfig().replace(**dict(cond.config[scale])).validate()
+                sj.make(cond.env[scale], **dict(cond.env_options[scale]))
+    with pytest.raises(ValueError, match="Did you mean 'cleanup-reward'"):
+        get_entry("cleanup-rewards")
+
+
+def test_list_shows_the_entries(capsys):
+    assert cli.main(["reproduce", "--list"]) == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in ENTRIES)
+
+
+def test_bad_requests_fail_before_training(capsys, tmp_path):
+    for argv, message in ((["reproduce"], "give an experiment"), (["reproduce", "nope"], "unknown experiment"),
+                          (["reproduce", "cleanup-reward", "--seeds", "1"], "at least 2")):
+        with pytest.raises(SystemExit):
+            cli.main(argv)
+        assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("values, expected", [
+    ([1.0, 2.0, 3.0], "reproduced"), ([-1.0, 2.0, 3.0], "partly"), ([-1.0, -2.0, 0.5], "not reproduced"),
+    ([np.nan, np.nan], "not reproduced"),
+])
+def test_sign_verdict_needs_the_interval_on_the_expected_side(values, expected):
+    assert sign_verdict(np.array(values), "x")[0] == expected
+    assert sign_verdict(-np.array(values), "x", positive=False)[0] == expected  # the mirror image
+
+
+def test_combined_verdict():
+    r, p, n = ("reproduced", "a"), ("partly", "b"), ("not reproduced", "c")
+    assert combined_verdict([r, r]) == ("reproduced", "a; a")
+    assert combined_verdict([r, n])[0] == "partly" and combined_verdict([p, n])[0] == "partly"
+    assert combined_verdict([n, n])[0] == "not reproduced"
+
+
+def test_conditions_differing_only_in_hyperparameter_values_train_as_one_grid():
+    entry = get_entry("inequity-aversion")
+    plans = [(c, None, TrainConfig().replace(**dict(c.config["small"]))) for c in entry.conditions]
+    groups = group_plans(plans, "small")
+    assert [[c.name for c, _, _ in g] for g in groups] == [
+        ["cleanup/selfish", "cleanup/advantageous", "cleanup/disadvantageous"],
+        ["harvest/selfish", "harvest/advantageous", "harvest/disadvantageous"]]
+    merged = merged_config(groups[0])
+    assert merged.ia_alpha == [0.0, 5.0] and merged.ia_beta == [0.0, 0.05]
+    grid = merged.hparam_grid()
+    fake = type("R", (), {"grid": grid})()
+    picked = {c.name: grid_index(fake, config) for c, _, config in groups[0]}
+    for name, g in picked.items():
+        form = {"cleanup/selfish": (0, 0), "cleanup/advantageous": (0, 0.05), "cleanup/disadvantageous": (5, 0)}
+        assert (grid["ia_alpha"][g], grid["ia_beta"][g]) == pytest.approx(form[name])
+    # different reward forms, env options or a sweep of the condition's own: separate runs
+    cleanup = get_entry("cleanup-reward")
+    plans = [(c, None, TrainConfig().replace(**dict(c.config["small"]))) for c in cleanup.conditions]
+    assert len(group_plans(plans, "small")) == 2
+    swept = [(c, None, config.replace(lr=[1e-3, 2e-3], reward="common")) for c, _, config in plans]
+    assert len(group_plans(swept, "small")) == 2
+
+
+def test_a_grid_point_of_a_result_reads_as_its_own_run():
+    from socialjax.train import RunResult
+
+    grid = {"lr": np.array([1.0, 2.0, 3.0])}
+    result = RunResult(TrainConfig(), "ipd", np.arange(2), grid, {"return": np.arange(12.0).reshape(3, 2, 2)},
+                       {"w": np.zeros((3, 2, 4))}, ["grid point 1 (lr=2), seed 0: halted", "grid point 2 (lr=3), x"],
+                       1.0)
+    one = result.point(1, TrainConfig().replace(lr=2.0))
+    assert one.config.lr == 2.0 and one.grid["lr"].tolist() == [2.0] and one.num_runs == 2
+    np.testing.assert_array_equal(one.metrics["return"], result.metrics["return"][1:2])
+    assert one.states["w"].shape == (1, 2, 4) and one.nan_runs == ["grid point 1 (lr=2), seed 0: halted"]
+
+
+def test_the_schelling_diagram_reads_each_role_at_each_count_of_other_cooperators():
+    rows = compositions(4)
+    assert rows.shape == (20, 4) and sorted(set((rows == 0).sum(axis=1))) == [0, 1, 2, 3, 4]
+    for k in range(5):  # every seat position holds a cooperator equally often
+        block = rows[(rows == 0).sum(axis=1) == k]
+        assert ((block == 0).sum(axis=0) == k).all()
+    k = (rows == 0).sum(axis=1)
+    returns = (10.0 * k[:, None] + 5.0 * (rows == 1))[None]  # a seat earns 10 per cooperator, +5 if defecting
+    d = diagram(rows, np.concatenate([returns, 2 * returns]))
+    np.testing.assert_allclose(d["cooperator"], [[10, 20, 30, 40], [20, 40, 60, 80]])
+    np.testing.assert_allclose(d["defector"], [[5, 15, 25, 35], [10, 30, 50, 70]])
+
+
+def test_commons_metrics_criterion_reads_each_runs_change():
+    entry = get_entry("commons-metrics")
+    start = np.array([1.0, 1.1, 0.9])
+    finals = {("selfish", f"{m}_{w}"): start for m in ("efficiency", "sustainability") for w in ("start", "end")}
+    finals[("selfish", "efficiency_end")] = start + 1.0
+    finals[("selfish", "sustainability_end")] = start - 1.0
+    assert entry.criterion(finals)[0] == "reproduced"
+    finals[("selfish", "sustainability_end")] = start + 1.0
+    assert entry.criterion(finals)[0] == "partly"
