@@ -400,7 +400,9 @@ def to_json(rep: Reproduction) -> dict[str, Any]:
 
 def plot_reproduction(rep: Reproduction, path: Path) -> None:
     """One panel per measure: each condition's curve (mean over seeds, 95% band)
-    against env steps, the published values as dashed lines in the condition's colour."""
+    against env steps, the published values as dashed lines in the condition's colour;
+    and, for an entry with an analysis, a panel of its values (mean and 95% interval,
+    the published value beside each)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -409,9 +411,26 @@ def plot_reproduction(rep: Reproduction, path: Path) -> None:
     from socialjax.viz.plots import mean_ci95
 
     e = rep.entry
-    fig, axes = plt.subplots(1, len(e.measures), figsize=(4.6 * len(e.measures), 3.6), squeeze=False)
+    measures = e.measures if e.conditions_at(rep.scale) else ()
+    extra = list(e.analysis.keys[rep.scale]) if e.analysis is not None else []
+    panels = len(measures) + bool(extra)
+    if panels == 0:
+        raise ValueError(f"{e.name}: nothing to plot (no condition at scale {rep.scale!r} and no analysis)")
+    fig, axes = plt.subplots(1, panels, figsize=(4.6 * panels, 3.6), squeeze=False)
     published = {(r.condition, r.measure): r for r in e.references if r.value is not None}
-    for ax, m in zip(axes[0], e.measures):
+    if extra:
+        ax = axes[0][-1]
+        stats = np.array([interval(rep.finals[k]) for k in extra])  # (K, 3): mean, low, high
+        y = np.arange(len(extra))
+        ax.errorbar(stats[:, 0], y, xerr=np.abs(stats[:, 1:].T - stats[:, 0]), fmt="o", label="ours (95% CI)")
+        refs = [(i, published[k].value) for i, k in enumerate(extra) if k in published]
+        if refs:
+            ax.plot([v for _, v in refs], [i for i, _ in refs], "x", color="k", label="published")
+        ax.set_yticks(y, [f"{row} / {quantity}" for row, quantity in extra], fontsize=7)
+        ax.set_title("after training" if measures else "values", fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    for ax, m in zip(axes[0], measures):
         for i, cond in enumerate(e.conditions_at(rep.scale)):
             curve = rep.curves[(cond.name, m.name)]
             ok = np.isfinite(curve).all(axis=0)  # updates in which an episode ended (in every seed)

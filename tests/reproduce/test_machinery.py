@@ -2,6 +2,8 @@
 one run, the entries' declarations and the command's errors. Each entry's small-scale
 run has its own test file beside this one."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -10,6 +12,9 @@ import socialjax as sj
 from socialjax import cli
 from socialjax.reproduce import ENTRIES, get_entry
 from socialjax.reproduce.core import (
+    Analysis,
+    Entry,
+    Reference,
     combined_verdict,
     final_values,
     grid_index,
@@ -17,6 +22,7 @@ from socialjax.reproduce.core import (
     interval,
     merged_config,
     ordered_verdict,
+    reproduce,
     separated,
     sign_verdict,
 )
@@ -167,3 +173,31 @@ def test_commons_metrics_criterion_reads_each_runs_change():
     assert entry.criterion(finals)[0] == "reproduced"
     finals[("selfish", "sustainability_end")] = start + 1.0
     assert entry.criterion(finals)[0] == "partly"
+
+
+def test_an_entry_of_analysis_alone_trains_nothing_and_writes_its_folder(tmp_path):
+    """An entry may have no training condition (a model computed from its seeds): the
+    analysis gives every value, and the table, verdict and figure come from it."""
+    seen = {}
+
+    def compute(runs, scale, seeds):
+        seen["runs"] = runs
+        return {("model", "cooperation"): np.linspace(0.6, 0.8, seeds), ("model", "defection"): np.full(seeds, 0.3)}
+
+    keys = (("model", "cooperation"), ("model", "defection"))
+    entry = Entry(name="toy", title="a model", citation="nobody", conditions=(), measures=(),
+                  references=(Reference("model", "cooperation", 0.7, "a source", "text"),),
+                  criterion=lambda f: sign_verdict(f[("model", "cooperation")] - f[("model", "defection")], "gap"),
+                  criterion_text="cooperation above defection",
+                  analysis=Analysis(keys={"small": keys, "paper": keys}, compute=compute))
+    rep = reproduce(entry, "small", 3, out=tmp_path / "toy", progress=False)
+    assert seen["runs"] == {} and rep.verdict == "reproduced"
+    assert [(r["condition"], r["measure"], r["published"]) for r in rep.rows] == [
+        ("model", "cooperation", 0.7), ("model", "defection", None)]
+    assert rep.rows[0]["ours"] == pytest.approx(0.7) and rep.rows[0]["ours_ci_low"] == pytest.approx(0.6)
+    assert (tmp_path / "toy" / "figure.png").stat().st_size > 5_000
+    assert "verdict: REPRODUCED" in (tmp_path / "toy" / "summary.txt").read_text()
+    missing = dataclasses.replace(entry, analysis=Analysis(keys={"small": keys + (("model", "x"),), "paper": keys},
+                                                           compute=compute))
+    with pytest.raises(ValueError, match="did not return"):
+        reproduce(missing, "small", 2, progress=False)
