@@ -310,7 +310,7 @@ def reproduce(entry: Entry, scale: str = "small", seeds: int | None = None, *, o
             finals[(cond.name, m.name)] = final_values(curve, m.window)
     if entry.analysis is not None:
         if progress:
-            print(f"[{entry.name}] analysing the trained populations", flush=True)
+            print(f"[{entry.name}] analysing" + (" the trained populations" if plans else ""), flush=True)
         extra = entry.analysis.compute(runs, scale, seeds)
         missing = set(entry.analysis.keys[scale]) - set(extra)
         if missing:

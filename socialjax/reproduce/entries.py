@@ -8,10 +8,11 @@ from socialjax.reproduce.core import Entry
 from socialjax.reproduce.gathering import GATHERING_SCARCITY
 from socialjax.reproduce.gridworlds import CLEANUP_REWARD, HARVEST_REWARD
 from socialjax.reproduce.inequity import INEQUITY_AVERSION
+from socialjax.reproduce.norms import NORMS
 from socialjax.reproduce.schelling import SCHELLING
 
 ENTRIES: dict[str, Entry] = {e.name: e for e in (CLEANUP_REWARD, HARVEST_REWARD, INEQUITY_AVERSION, GATHERING_SCARCITY,
-                                                 COMMONS_METRICS, SCHELLING)}
+                                                 COMMONS_METRICS, SCHELLING, NORMS)}
 
 
 def get_entry(name: str) -> Entry:

@@ -70,10 +70,10 @@ def test_inequity_aversion_needs_both_games_for_reproduced(cleanup_gap, harvest_
 
 def test_every_entry_is_complete_and_its_configs_are_valid():
     assert set(ENTRIES) == {"cleanup-reward", "harvest-reward", "inequity-aversion", "gathering-scarcity",
-                            "commons-metrics", "schelling"}
+                            "commons-metrics", "schelling", "norms"}
     for entry in ENTRIES.values():
         keys = set(entry.keys("paper"))
-        assert set(entry.keys("small")) <= keys and entry.conditions_at("small"), entry.name
+        assert set(entry.keys("small")) <= keys and (entry.conditions_at("small") or entry.analysis), entry.name
         for ref in entry.references:
             assert (ref.condition, ref.measure) in keys, (entry.name, ref)
             assert ref.source and ref.how, (entry.name, ref)

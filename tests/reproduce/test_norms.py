@@ -1,0 +1,37 @@
+"""norms at small scale: scripted discriminators under the four second-order norms and
+image-scoring evolution, payoffs within what the donor game allows, and a verdict that
+follows from them."""
+
+import numpy as np
+import pytest
+from small_runs import check_verdict, small_reproduction
+
+from socialjax.reproduce.norms import IMAGE_ERRORS, NORM_NAMES, STRATEGIES
+
+
+@pytest.fixture(scope="module")
+def norms(tmp_path_factory):
+    return small_reproduction("norms", tmp_path_factory)
+
+
+def test_payoffs_are_within_the_donor_game_and_the_verdict_follows(norms):
+    rep, out = norms
+    check_verdict(rep)
+    f = rep.finals
+    for norm in NORM_NAMES:
+        pay = {s: f[(norm, f"payoff_{s}")] for s in STRATEGIES}
+        # b = 1, c = 0.1: a round pays at most b (a recipient helped) and costs at most c (a donor helping);
+        # ALLD never pays, and ALLC pays c on every donor turn (half the rounds on average)
+        for s in STRATEGIES:
+            assert ((pay[s] >= -0.1) & (pay[s] <= 1.0)).all()
+        assert (pay["ALLD"] >= 0).all()
+        np.testing.assert_allclose(f[(norm, "disc_minus_allc")], pay["DISC"] - pay["ALLC"])
+        np.testing.assert_allclose(f[(norm, "disc_minus_alld")], pay["DISC"] - pay["ALLD"])
+        assert ((f[(norm, "cooperation")] >= 0) & (f[(norm, "cooperation")] <= 1)).all()
+    for e in IMAGE_ERRORS:
+        assert ((f[(f"image scoring, e={e:g}", "cooperation")] >= 0)
+                & (f[(f"image scoring, e={e:g}", "cooperation")] <= 1)).all()
+    # the norms differ only in how a donation to a BAD recipient is judged: with all-GOOD labels and no
+    # errors they would be the same game, so the differences measured here come from the errors
+    assert f"{np.mean(f[('stern_judging', 'cooperation')]):.3g} vs" in rep.reason
+    assert not any(out.glob("*/config.json"))  # no training condition, no run folder
