@@ -287,22 +287,20 @@ def reproduce(entry: Entry, scale: str = "small", seeds: int | None = None, *, o
         config.validate()
         plans.append((cond, env, config))
     start = time.perf_counter()
-    results, runs, finals, curves, steps = {}, {}, {}, {}, {}
-    trained = {}
+    runs, finals, curves, steps = {}, {}, {}, {}  # runs: condition -> (RunResult, env, TrainConfig)
     for group in group_plans(plans, scale):
         (cond, env, config), names = group[0], ", ".join(c.name for c, _, _ in group)
-        grid = config if len(group) == 1 else merged_config(group)
+        grid = merged_config(group)  # a lone condition's own config
         if progress:
             print(f"[{entry.name}] {names}: {grid.num_updates} updates x {grid.num_envs} games x "
                   f"{grid.rollout_len} steps, {seeds} seeds"
                   + ("" if len(group) == 1 else f", one run over {len(group)} grid points"), flush=True)
         result = run(env, grid, seeds=seeds, progress=progress, label=names)
         for cond, env, config in group:
-            trained[cond.name] = result if len(group) == 1 else result.point(grid_index(result, config), config)
+            one = result if len(group) == 1 else result.point(grid_index(result, config), config)
+            runs[cond.name] = (one, env, config)
     for cond, env, config in plans:
-        result = trained[cond.name]
-        results[cond.name] = (result, cond)
-        runs[cond.name] = (result, env, config)
+        result = runs[cond.name][0]
         steps[cond.name] = np.arange(1, config.num_updates + 1) * config.num_envs * config.rollout_len
         for m in entry.measures:
             curve = measure_curve(result.metrics, m)
@@ -324,9 +322,9 @@ def reproduce(entry: Entry, scale: str = "small", seeds: int | None = None, *, o
                        time.perf_counter() - start)
     if out is not None:
         def write(tmp: Path) -> None:
-            for name, (result, cond) in results.items():
-                save_run(result, tmp / name, env_name=cond.env[scale], env_options=dict(cond.env_options[scale]),
-                         preset=f"{entry.name}/{name}", plot=False)
+            for cond, _, _ in plans:
+                save_run(runs[cond.name][0], tmp / cond.name, env_name=cond.env[scale],
+                         env_options=dict(cond.env_options[scale]), preset=f"{entry.name}/{cond.name}", plot=False)
             write_table(rows, tmp / TABLE_FILE)
             (entry.plot or plot_reproduction)(rep, tmp / FIGURE_FILE)
             (tmp / SUMMARY_FILE).write_text(summary(rep) + "\n")

@@ -81,15 +81,7 @@ def stability(norm: str, key: jax.Array, rounds: int, games: int) -> dict[str, n
     def game(key):
         key_reset, key_play = jax.random.split(key)
         state = env.initial_state(key_reset, params)
-
-        def round_(carry, key):
-            state, payoff, coop = carry
-            actions = irs.strategy_actions(ids, env.get_obs(state, params))
-            state, reward, _, info = env.transition(key, state, actions, params)
-            return (state, payoff + reward, coop + jnp.sum(info["cooperated"])), None
-
-        init = (state, jnp.zeros(PLAYERS, jnp.float32), jnp.zeros((), jnp.int32))
-        (_, payoff, coop), _ = jax.lax.scan(round_, init, jax.random.split(key_play, rounds))
+        _, payoff, coop = irs.play_rounds(env, state, ids, key_play, rounds, params)
         return payoff / rounds, coop / (rounds * (PLAYERS // 2))
 
     payoff, coop = jax.jit(jax.vmap(game))(jax.random.split(key, games))

@@ -125,12 +125,13 @@ def _keys(scale: str) -> tuple[tuple[str, str], ...]:
 
 
 def _compute(runs, scale: str, seeds: int) -> dict[tuple[str, str], np.ndarray]:
+    from socialjax.train import as_run
+
     out = {}
     for i, game in enumerate(_games(scale)):
         coop, env, config = runs[f"{game}/cooperators"]
         defect = runs[f"{game}/defectors"][0]
-        first = lambda tree: jax.tree_util.tree_map(lambda x: np.asarray(x)[0], tree)  # noqa: E731 (grid point 0)
-        diagram = schelling_diagram(env, config, first(coop.states.learners), first(defect.states.learners),
+        diagram = schelling_diagram(env, config, as_run(coop.states.learners, 0), as_run(defect.states.learners, 0),
                                     jax.random.key(1000 + i), eval_envs=EVAL_ENVS[scale],
                                     episode_length=EPISODE[scale])
         C, D = diagram["cooperator"], diagram["defector"]  # (S, N)

@@ -36,6 +36,17 @@ def small_reproduction(name: str, tmp_path_factory, **kwargs):
     return rep, out
 
 
+def reproduction_fixture(name: str):
+    """A module fixture giving ``(Reproduction, folder)`` of entry ``name`` at small
+    scale: ``harvest = reproduction_fixture("harvest-reward")`` in a test file."""
+
+    @pytest.fixture(scope="module")
+    def fixture(tmp_path_factory):
+        return small_reproduction(name, tmp_path_factory)
+
+    return fixture
+
+
 def check_verdict(rep) -> None:
     """The verdict is the entry's criterion applied to the finals, and the table shows
     those finals: a row per reported key, its value the mean over the seeds."""

@@ -2,13 +2,10 @@
 within their ranges, and a verdict read from each run's change."""
 
 import numpy as np
-import pytest
-from small_runs import check_verdict, small_reproduction
+from small_runs import check_verdict, reproduction_fixture
 
 
-@pytest.fixture(scope="module")
-def commons(tmp_path_factory):
-    return small_reproduction("commons-metrics", tmp_path_factory)
+commons = reproduction_fixture("commons-metrics")
 
 
 def test_the_metrics_are_in_range_and_the_verdict_reads_their_change(commons):

@@ -1,13 +1,10 @@
 """gathering-scarcity at small scale: beam counts within what the rules allow, and a
 verdict that follows from them."""
 
-import pytest
-from small_runs import check_verdict, quoted, small_reproduction
+from small_runs import check_verdict, quoted, reproduction_fixture
 
 
-@pytest.fixture(scope="module")
-def gathering(tmp_path_factory):
-    return small_reproduction("gathering-scarcity", tmp_path_factory)
+gathering = reproduction_fixture("gathering-scarcity")
 
 
 def test_beams_apples_and_peace_are_within_the_rules_and_judged(gathering):

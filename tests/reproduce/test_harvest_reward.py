@@ -2,13 +2,10 @@
 Commons Harvest, and a verdict that follows from them."""
 
 import numpy as np
-import pytest
-from small_runs import check_verdict, quoted, small_reproduction
+from small_runs import check_verdict, quoted, reproduction_fixture
 
 
-@pytest.fixture(scope="module")
-def harvest(tmp_path_factory):
-    return small_reproduction("harvest-reward", tmp_path_factory)
+harvest = reproduction_fixture("harvest-reward")
 
 
 def test_small_scale_runs_the_open_map_and_judges_it(harvest):

@@ -4,13 +4,10 @@
 import json
 
 import numpy as np
-import pytest
-from small_runs import check_verdict, quoted, small_reproduction
+from small_runs import check_verdict, quoted, reproduction_fixture
 
 
-@pytest.fixture(scope="module")
-def inequity(tmp_path_factory):
-    return small_reproduction("inequity-aversion", tmp_path_factory)
+inequity = reproduction_fixture("inequity-aversion")
 
 
 def test_each_condition_is_its_grid_point_and_the_verdict_follows(inequity):

@@ -3,15 +3,12 @@ image-scoring evolution, payoffs within what the donor game allows, and a verdic
 follows from them."""
 
 import numpy as np
-import pytest
-from small_runs import check_verdict, small_reproduction
+from small_runs import check_verdict, reproduction_fixture
 
 from socialjax.reproduce.norms import IMAGE_ERRORS, NORM_NAMES, STRATEGIES
 
 
-@pytest.fixture(scope="module")
-def norms(tmp_path_factory):
-    return small_reproduction("norms", tmp_path_factory)
+norms = reproduction_fixture("norms")
 
 
 def test_payoffs_are_within_the_donor_game_and_the_verdict_follows(norms):

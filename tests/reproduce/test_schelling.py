@@ -2,13 +2,10 @@
 populations, consistent with their own summary rows, and a verdict read from them."""
 
 import numpy as np
-import pytest
-from small_runs import check_verdict, small_reproduction
+from small_runs import check_verdict, reproduction_fixture
 
 
-@pytest.fixture(scope="module")
-def schelling(tmp_path_factory):
-    return small_reproduction("schelling", tmp_path_factory)
+schelling = reproduction_fixture("schelling")
 
 
 def test_the_diagrams_and_their_summary_agree_and_are_judged(schelling):

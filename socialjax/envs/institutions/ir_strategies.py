@@ -3,8 +3,8 @@ their evolution (Nowak & Sigmund 1998; Ohtsuki & Iwasa 2004).
 
 Strategies (:func:`strategy_actions`): ``ALLC``, ``ALLD``, ``DISC`` (C iff the partner
 is GOOD in one's own view) and image-score thresholds ``k in -5..6`` (C iff the
-partner's image score >= k; id :func:`image_score_strategy`). :func:`evolve_strategies`
-runs payoff-proportional reproduction (:func:`reproduce`) over generations inside
+partner's image score >= k; id :func:`image_score_strategy`); :func:`play_rounds` plays
+them. :func:`evolve_strategies` runs payoff-proportional reproduction (:func:`reproduce`) over generations inside
 ``jit``.
 """
 
@@ -97,6 +97,24 @@ def reproduce(
     return jnp.where(mutate, mutant, children).astype(jnp.int32)
 
 
+def play_rounds(env: IndirectReciprocity, state, strategy_ids: jax.Array, key: jax.Array, rounds: int,
+                params: IndirectReciprocityParams):
+    """Play ``rounds`` rounds from ``state`` with every agent following its strategy
+    (``strategy_ids`` ``(N,)``; no episode cap, no auto-reset); pure, runs under ``jit``
+    (``rounds`` static). Returns the final state, each agent's summed reward ``(N,)``
+    and the number of donations made."""
+
+    def play_round(carry, key):
+        state, payoff, coop = carry
+        actions = strategy_actions(strategy_ids, env.get_obs(state, params))
+        state, reward, _, info = env.transition(key, state, actions, params)
+        return (state, payoff + reward, coop + jnp.sum(info["cooperated"])), None
+
+    init = (state, jnp.zeros(env.num_agents, jnp.float32), jnp.zeros((), jnp.int32))
+    (state, payoff, coop), _ = jax.lax.scan(play_round, init, jax.random.split(key, rounds))
+    return state, payoff, coop
+
+
 def evolve_strategies(
     key: jax.Array,
     env: IndirectReciprocity,
@@ -149,17 +167,10 @@ def evolve_strategies(
     params = env._resolve_params(params)
     n = env.num_agents
 
-    def play_round(carry, key):
-        ids, state, payoff, coop = carry
-        actions = strategy_actions(ids, env.get_obs(state, params))
-        state, reward, _, info = env.transition(key, state, actions, params)
-        return (ids, state, payoff + reward, coop + jnp.sum(info["cooperated"])), None
-
     def generation(ids, key):
         key_reset, key_play, key_rep = jax.random.split(key, 3)
         state = env.initial_state(key_reset, params)
-        carry = (ids, state, jnp.zeros(n, jnp.float32), jnp.zeros((), jnp.int32))
-        (_, state, payoff, coop), _ = jax.lax.scan(play_round, carry, jax.random.split(key_play, rounds_per_generation))
+        state, payoff, coop = play_rounds(env, state, ids, key_play, rounds_per_generation, params)
         out = {
             "frequencies": jnp.bincount(ids, length=NUM_STRATEGIES).astype(jnp.float32) / n,
             "mean_payoff": jnp.mean(payoff) / rounds_per_generation,
