@@ -171,6 +171,19 @@ def act(key: jax.Array, strategy, last_code) -> jax.Array:
     return jnp.where(cooperate, COOPERATE, DEFECT).astype(jnp.int32)
 
 
+LOG_FLOOR = float(np.log(1e-6))  # log-probabilities of 0 (e.g. ALLD's cooperation) read as this
+
+
+def log_policy(strategy) -> jax.Array:
+    """The strategy as the flattened log-probabilities of its actions after each of the
+    five observations, ``[log p_0, log(1 - p_0), log p_1, ...]`` ``(..., 10) float32``
+    (floored at ``LOG_FLOOR``). This is the conditioning vector that describes a tabular
+    co-player in the "Opponent ID" ablation of Weis et al. (2026)."""
+    p = jnp.asarray(strategy, jnp.float32)
+    both = jnp.stack([p, 1.0 - p], axis=-1)
+    return jnp.maximum(jnp.log(jnp.maximum(both, 0.0)), LOG_FLOOR).reshape(*p.shape[:-1], -1)
+
+
 def last_outcome(obs, memory: int) -> jax.Array:
     """The most recent outcome code in a matrix-game observation.
 

@@ -15,6 +15,13 @@ Encoders (``kind``):
   ``algorithms/IPPO/ippo_cnn_cleanup.py``): a 5x5 and two 3x3 convolutions, a dense
   layer, orthogonal ``sqrt(2)`` initialisation (see :class:`Encoder`).
 
+An observation ``{"obs": ..., "coplayer": (K,) float32}`` (what a learner sees with
+``TrainConfig.coplayer_id``: its own observation and a description of its co-players,
+see :mod:`socialjax.train.seated`) is read by the encoder of ``"obs"``, with the ``K``
+floats concatenated to the features: before the dense layers of ``"mlp"`` and
+``"onehot"`` (the input, as in the "Opponent ID" ablation of Weis et al. 2026), after
+the convolutions of the grid encoders (beside the ``ready_to_zap`` flag).
+
 Two settings do not change the parameters, only how they are computed:
 
 - ``conv``: ``"patch"`` computes each convolution as one matrix product over image
@@ -55,6 +62,7 @@ CONVS = ("auto", "patch", "xla")
 PRECISIONS = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 HIGHEST = Precision.HIGHEST
 MAX_ONEHOT_CLASSES = 256  # integer features with more values than this are fed as floats
+COPLAYER = "coplayer"  # the key of the co-player view in an observation (TrainConfig.coplayer_id)
 
 
 def resolve_conv(conv: str, backend: str | None = None) -> str:
@@ -83,12 +91,16 @@ class EncoderSpec:
     kind: str  # "mlp" | "onehot" | "cnn" | "cnn_sj"
     num_classes: tuple[int, ...] = ()  # onehot: classes per feature; cnn: (num_codes,) for code grids
     grid_key: str | None = None  # cnn: "grid" (codes) or "rgb"
+    extra: int = 0  # floats of a "coplayer" view read beside the observation (0: none)
 
 
 def encoder_spec(space: Space, kind: str = "auto") -> EncoderSpec:
     """Pick (or check) the encoder for an agent's observation space."""
     if kind not in ENCODERS:
         raise ValueError(f"network must be one of {ENCODERS}, got {kind!r}")
+    if isinstance(space, Dict) and COPLAYER in space.spaces:
+        inner, view = space.spaces["obs"], space.spaces[COPLAYER]
+        return dataclasses.replace(encoder_spec(inner, kind), extra=int(np.prod(view.shape)))
     if isinstance(space, Dict):
         key = "grid" if "grid" in space.spaces else "rgb" if "rgb" in space.spaces else None
         if key is None:
@@ -133,6 +145,10 @@ class Encoder(nn.Module):
     @nn.compact
     def __call__(self, obs: Any) -> jax.Array:
         spec = self.spec
+        view = None
+        if spec.extra:
+            view = obs[COPLAYER].astype(jnp.float32).reshape(obs[COPLAYER].shape[0], -1).astype(self.dtype)
+            obs = obs["obs"]
         if spec.kind in GRID_ENCODERS:
             if spec.grid_key == "grid":
                 x = nn.Embed(spec.num_classes[0], self.embed_dim, dtype=self.dtype)(obs["grid"].astype(jnp.int32))
@@ -146,7 +162,7 @@ class Encoder(nn.Module):
             x = x.reshape(x.shape[0], -1)
             x = nn.relu(nn.Dense(self.hidden, dtype=self.dtype, kernel_init=init)(x))
             flag = obs["ready_to_zap"].astype(x.dtype).reshape(x.shape[0], 1)
-            return jnp.concatenate([x, flag], axis=-1)
+            return jnp.concatenate([x, flag] + ([] if view is None else [view]), axis=-1)
         if spec.kind == "onehot":
             codes = obs.reshape(obs.shape[0], -1).astype(jnp.int32)
             x = jnp.concatenate(
@@ -154,6 +170,8 @@ class Encoder(nn.Module):
             )
         else:
             x = obs.reshape(obs.shape[0], -1).astype(jnp.float32)
+        if view is not None:
+            x = jnp.concatenate([x, view.astype(x.dtype)], axis=-1)
         x = nn.relu(nn.Dense(self.hidden, dtype=self.dtype)(x))
         return nn.relu(nn.Dense(self.hidden, dtype=self.dtype)(x))
 

@@ -8,6 +8,10 @@ pair of pure functions::
     slot = member.init_slot(key, B)        # per-seat parameters, leading axis B
     actions = member.act(key, slot, obs)   # obs (B, ...) -> (B,) int32
 
+and, for members that can be described to a learner (``TrainConfig.coplayer_id``),
+``member.describe(slot) -> (B, D) float32``: the memory-one strategies give their
+log-probabilities (:func:`socialjax.agents.memory_one.log_policy`, ``D = 10``).
+
 Names understood by :func:`make_scripted` (``socialjax train ... --scripted NAME``):
 
 - any environment with a ``Discrete`` action space: ``random`` (uniform actions),
@@ -51,11 +55,13 @@ GRID_BOTS = ("harvester", "cleaner")
 
 @dataclasses.dataclass(frozen=True)
 class Scripted:
-    """A fixed strategy: ``init_slot(key, B) -> slot`` and ``act(key, slot, obs) -> (B,)``."""
+    """A fixed strategy: ``init_slot(key, B) -> slot`` and ``act(key, slot, obs) -> (B,)``;
+    ``describe(slot) -> (B, D)`` when the strategy can be shown to a learner (else None)."""
 
     name: str
     init_slot: Callable[[jax.Array, int], Any]
     act: Callable[[jax.Array, Any, Any], jax.Array]
+    describe: Callable[[Any], jax.Array] | None = None
 
 
 def scripted_actions(members, first: int, seat_member: jax.Array, slots, obs, key: jax.Array,
@@ -132,9 +138,11 @@ def make_scripted(name: str, env) -> Scripted:
             return memory_one.act(key, slot, memory_one.last_outcome(obs, memory))
 
         if name == "random_memory_one":
-            return Scripted(name, lambda key, batch: memory_one.random_memory_one(key, (batch,)), act)
+            return Scripted(name, lambda key, batch: memory_one.random_memory_one(key, (batch,)), act,
+                            memory_one.log_policy)
         strategy = jnp.asarray(MEMORY_ONE[name], jnp.float32)
-        return Scripted(name, lambda key, batch: jnp.broadcast_to(strategy, (batch, strategy.shape[0])), act)
+        return Scripted(name, lambda key, batch: jnp.broadcast_to(strategy, (batch, strategy.shape[0])), act,
+                        memory_one.log_policy)
     if name in GRID_BOTS:
         if name not in scripted_names(env):
             raise ValueError(

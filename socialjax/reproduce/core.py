@@ -425,17 +425,7 @@ def plot_reproduction(rep: Reproduction, path: Path) -> None:
     fig, axes = plt.subplots(1, panels, figsize=(4.6 * panels, 3.6), squeeze=False)
     published = {(r.condition, r.measure): r for r in e.references if r.value is not None}
     if extra:
-        ax = axes[0][-1]
-        stats = np.array([interval(rep.finals[k]) for k in extra])  # (K, 3): mean, low, high
-        y = np.arange(len(extra))
-        ax.errorbar(stats[:, 0], y, xerr=np.abs(stats[:, 1:].T - stats[:, 0]), fmt="o", label="ours (95% CI)")
-        refs = [(i, published[k].value) for i, k in enumerate(extra) if k in published]
-        if refs:
-            ax.plot([v for _, v in refs], [i for i, _ in refs], "x", color="k", label="published")
-        ax.set_yticks(y, [f"{row} / {quantity}" for row, quantity in extra], fontsize=7)
-        ax.set_title("after training" if measures else "values", fontsize=9)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+        analysis_panel(axes[0][-1], rep, extra, "after training" if measures else "values")
     for ax, m in zip(axes[0], measures):
         for i, cond in enumerate(e.conditions_at(rep.scale)):
             curve = rep.curves[(cond.name, m.name)]
@@ -456,6 +446,22 @@ def plot_reproduction(rep: Reproduction, path: Path) -> None:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     finish_figure(fig, rep, path)
+
+
+def analysis_panel(ax, rep: Reproduction, keys: list[tuple[str, str]], title: str = "after training") -> None:
+    """The values of ``keys`` (mean and 95% interval over seeds, a row each) with the
+    published values beside them."""
+    published = {(r.condition, r.measure): r.value for r in rep.entry.references if r.value is not None}
+    stats = np.array([interval(rep.finals[k]) for k in keys])  # (K, 3): mean, low, high
+    y = np.arange(len(keys))
+    ax.errorbar(stats[:, 0], y, xerr=np.abs(stats[:, 1:].T - stats[:, 0]), fmt="o", label="ours (95% CI)")
+    refs = [(i, published[k]) for i, k in enumerate(keys) if k in published]
+    if refs:
+        ax.plot([v for _, v in refs], [i for i, _ in refs], "x", color="k", label="published")
+    ax.set_yticks(y, [f"{row} / {quantity}" for row, quantity in keys], fontsize=7)
+    ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
 
 
 def finish_figure(fig, rep: Reproduction, path: Path) -> None:

@@ -19,19 +19,30 @@ code of the previous round (start, CC, CD, DC, DD from the agent's side), which
 determines the previous action and reward, so the GRU sees the same history. The
 random tabular agents are ``random_memory_one`` (redrawn for every episode). Conditions:
 ``mixed-pool`` (2 learners, half the seats tabular: seating ``random`` with learner
-fraction 0.5 gives each learner a learner co-player in half its games) and
+fraction 0.5 gives each learner a learner co-player in half its games); ``opponent-id``,
+the same pool with ``coplayer_id``: a learner also sees its co-player, the tabular agent's
+ten log-probabilities (``log p``, ``log(1 - p)`` after each of the five observations) or
+zeros for a learner, the paper's conditioning vector of its "Opponent ID" ablation; and
 ``learners-only`` (the two learners always together). After training the learners play
 each other and fresh tabular agents; cooperation rates follow exactly from the reward
 rates, because this payoff table is a donation game (cooperating costs 1 and gives the
 co-player 2): for two players with rewards ``r0, r1`` per step and cooperation rates
 ``c0, c1``, ``r0 = 2 c1 - c0`` and ``r1 = 2 c0 - c1``, so ``c0 = (r0 + 2 r1) / 3``.
 
-Not built: the "Opponent ID" ablation (a conditioning vector with the tabular agent's
-log-probabilities prepended to the history) needs observations the training loop does not
-give; the extortion phases (their Fig. 2 and 4) are not measured.
+Over training (series): the learners' cooperation with each other (in games between two
+learners each cooperation creates a net 1, so their mean reward per step there is their
+cooperation rate) and with the tabular agents (from the learners' and the tabular agents'
+rewards in their games), and the difference between the two learners' rewards in their
+games with learners, smoothed over a fifth of training. The paper's extortion phases
+(Figs. 2-4) are one learner exploiting an in-context learner: a learner getting more than
+its co-learner while both cooperate part of the time. We measure the largest such
+difference over training (``peak_gap``) and after training between the pair
+(``reward_gap``); the paper's staged extortion experiments (an extortioner trained against
+a frozen in-context learner, then two extortioners together) are not run.
 
 Criterion: in the mixed pool the learners cooperate more with each other than the
-learners-only pair does, and more with each other than with the tabular agents.
+learners-only pair does, more than the opponent-id pair does, and more with each other
+than with the tabular agents.
 """
 
 from __future__ import annotations
@@ -39,7 +50,18 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from socialjax.reproduce.core import Analysis, Condition, Entry, Measure, Reference, combined_verdict, ordered_verdict
+from socialjax.reproduce.core import (
+    FINAL_SHARE,
+    Analysis,
+    Condition,
+    Entry,
+    Measure,
+    Reference,
+    analysis_panel,
+    combined_verdict,
+    finish_figure,
+    ordered_verdict,
+)
 
 # Weis et al. 2026, Table 1: a donation game with benefit 2 and cost 1 (R, S, T, P) = (1, -1, 2, 0)
 BENEFIT, COST = 2.0, 1.0
@@ -58,22 +80,24 @@ EPISODES = {"small": 8, "paper": 4096}  # episodes per learner per update; paper
 UPDATES = {"small": 60, "paper": 200_000}
 EVAL_GAMES = {"small": 64, "paper": 1024}
 TABULAR = "random_memory_one"
-MIXED, ALONE = "mixed-pool", "learners-only"
+MIXED, OPPONENT_ID, ALONE = "mixed-pool", "opponent-id", "learners-only"
+POOLS = (MIXED, OPPONENT_ID)  # the conditions with tabular agents
+NAMES = (MIXED, OPPONENT_ID, ALONE)
 PAPER = "Weis et al. 2026, Multi-agent cooperation through in-context co-player inference (arXiv 2602.16301)"
 
 
-def _config(scale: str, mixed: bool) -> dict:
+def _config(scale: str, name: str) -> dict:
     base = dict(A2C, hidden=HIDDEN[scale], num_updates=UPDATES[scale])
-    if mixed:  # each learner holds num_envs * 2 * 0.5 / 2 = num_envs / 2 seats
+    if name in POOLS:  # each learner holds num_envs * 2 * 0.5 / 2 = num_envs / 2 seats
         return dict(base, seating="random", num_learners=LEARNERS, scripted=(TABULAR,), learner_fraction=0.5,
-                    num_envs=2 * EPISODES[scale])
+                    num_envs=2 * EPISODES[scale], coplayer_id=name == OPPONENT_ID)
     return dict(base, seating="independent", num_envs=EPISODES[scale])
 
 
-def _condition(name: str, mixed: bool) -> Condition:
+def _condition(name: str) -> Condition:
     return Condition(name, {s: "ipd" for s in HIDDEN},
                      {s: {"num_rounds": ROUNDS, "payoffs": PAYOFF_TABLE} for s in HIDDEN},
-                     {s: _config(s, mixed) for s in HIDDEN})
+                     {s: _config(s, name) for s in HIDDEN})
 
 
 def cooperation_from_rewards(r0, r1):
@@ -83,12 +107,46 @@ def cooperation_from_rewards(r0, r1):
     return (r0 + 2 * r1) / 3, (r1 + 2 * r0) / 3
 
 
-VS_LEARNER = ("coop_vs_learner", "reward_vs_learner")
+VS_LEARNER = ("coop_vs_learner", "reward_vs_learner", "reward_gap", "peak_gap")
 VS_TABULAR = ("coop_vs_tabular", "reward_vs_tabular")
+SERIES = ("coop_vs_learner", "coop_vs_tabular", "learner_gap")  # over training: "<quantity> over training"
 
 
 def _keys() -> tuple[tuple[str, str], ...]:
-    return tuple((MIXED, q) for q in VS_LEARNER + VS_TABULAR) + tuple((ALONE, q) for q in VS_LEARNER)
+    return tuple((name, q) for name in NAMES for q in VS_LEARNER + (VS_TABULAR if name in POOLS else ()))
+
+
+def _series() -> tuple[tuple[str, str], ...]:
+    return tuple((name, f"{q} over training") for name in NAMES for q in SERIES
+                 if name in POOLS or q != "coop_vs_tabular")
+
+
+def smoothed(curve: np.ndarray, width: int) -> np.ndarray:
+    """``(S, U)`` running mean over the last ``width`` updates (NaN updates skipped; the
+    first ``width - 1`` average what there is)."""
+    ok = np.isfinite(curve)
+    total = np.cumsum(np.where(ok, curve, 0.0), axis=1)
+    count = np.cumsum(ok, axis=1).astype(np.float64)
+    shift = lambda x: np.concatenate([np.zeros_like(x[:, :width]), x[:, :-width]], axis=1)[:, :x.shape[1]]
+    n = count - shift(count)
+    return np.where(n > 0, (total - shift(total)) / np.maximum(n, 1), np.nan)
+
+
+def training_series(metrics, pooled: bool) -> dict[str, np.ndarray]:
+    """``(S, U)`` per update from one condition's training metrics: the learners'
+    cooperation in their games with learners and with tabular agents (``pooled``: a
+    random-seating pool whose member 2 is the tabular agent), and learner 0's reward
+    minus learner 1's in their games with learners."""
+    if pooled:
+        vs_l = np.asarray(metrics["reward_rate_vs_learners"], np.float64)[0]  # (S, U, P)
+        vs_s = np.asarray(metrics["reward_rate_vs_scripted"], np.float64)[0]
+        r_learner, r_tabular = np.nanmean(vs_s[..., :LEARNERS], axis=-1), vs_l[..., LEARNERS]
+        out = {"coop_vs_tabular": cooperation_from_rewards(r_learner, r_tabular)[0]}
+    else:
+        vs_l, out = np.asarray(metrics["reward_rate"], np.float64)[0], {}
+    out["coop_vs_learner"] = np.nanmean(vs_l[..., :LEARNERS], axis=-1)  # a net 1 per cooperation: the rate
+    out["learner_gap"] = vs_l[..., 0] - vs_l[..., 1]
+    return out
 
 
 def play_pool(env, config, learners, key, eval_games: int) -> dict[str, np.ndarray]:
@@ -103,22 +161,31 @@ def play_pool(env, config, learners, key, eval_games: int) -> dict[str, np.ndarr
     c0, c1 = cooperation_from_rewards(rate[:, 0, 0], rate[:, 0, 1])
     c_tab = np.stack([cooperation_from_rewards(rate[:, i, 0], rate[:, i, 1])[0] for i in (1, 2)], axis=1)
     return {"coop_vs_learner": (c0 + c1) / 2, "reward_vs_learner": rate[:, 0].mean(axis=1),
+            "reward_gap": np.abs(rate[:, 0, 0] - rate[:, 0, 1]),
             "coop_vs_tabular": c_tab.mean(axis=1), "reward_vs_tabular": rate[:, 1:, 0].mean(axis=1)}
 
 
 def _compute(runs, scale: str, seeds: int) -> dict[tuple[str, str], np.ndarray]:
     from socialjax.train import as_run
 
-    # both conditions' pairs in one batch (the same network): one compiled evaluation
-    names = (MIXED, ALONE)
-    pairs = [as_run(runs[name][0].states.learners, 0) for name in names]
-    both = jax.tree_util.tree_map(lambda *x: np.concatenate(x), *pairs)
-    env, config = runs[MIXED][1], runs[MIXED][2]
-    played = play_pool(env, config, both, jax.random.key(2000), EVAL_GAMES[scale])
     out = {}
-    for i, name in enumerate(names):
-        for q in VS_LEARNER + (VS_TABULAR if name == MIXED else ()):
-            out[(name, q)] = played[q][i * seeds:(i + 1) * seeds]
+    # the conditions with the same network play in one batch (one compiled evaluation);
+    # opponent-id's learners observe the co-player view, so theirs is a second
+    for names in ((MIXED, ALONE), (OPPONENT_ID,)):
+        pairs = [as_run(runs[name][0].states.learners, 0) for name in names]
+        both = jax.tree_util.tree_map(lambda *x: np.concatenate(x), *pairs)
+        env, config = runs[names[0]][1], runs[names[0]][2]
+        played = play_pool(env, config, both, jax.random.key(2000), EVAL_GAMES[scale])
+        for i, name in enumerate(names):
+            for q in VS_LEARNER + (VS_TABULAR if name in POOLS else ()):
+                if q != "peak_gap":
+                    out[(name, q)] = played[q][i * seeds:(i + 1) * seeds]
+    for name in NAMES:
+        metrics = runs[name][0].metrics
+        width = max(1, int(round(runs[name][2].num_updates * FINAL_SHARE)))
+        for q, curve in training_series(metrics, name in POOLS).items():
+            out[(name, f"{q} over training")] = smoothed(curve, width)
+        out[(name, "peak_gap")] = np.nanmax(np.abs(out[(name, "learner_gap over training")]), axis=1)
     return out
 
 
@@ -126,9 +193,37 @@ def _criterion(finals):
     return combined_verdict([
         ordered_verdict(finals, (MIXED, "coop_vs_learner"), (ALONE, "coop_vs_learner"),
                         "cooperation between the learners"),
+        ordered_verdict(finals, (MIXED, "coop_vs_learner"), (OPPONENT_ID, "coop_vs_learner"),
+                        "cooperation between the learners"),
         ordered_verdict(finals, (MIXED, "coop_vs_learner"), (MIXED, "coop_vs_tabular"),
                         "mixed pool: cooperation with the other learner vs with tabular agents"),
     ])
+
+
+def plot(rep, path) -> None:
+    """Over training (each condition's mean over seeds, 95% band; running means over a
+    fifth of training): cooperation with the other learner, with the tabular agents, and
+    learner 0's reward minus learner 1's in games between learners; and the values after
+    training beside the published ones."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from socialjax.viz.plots import plot_bands
+
+    fig, axes = plt.subplots(2, 2, figsize=(13, 8))
+    axes = axes.ravel()
+    titles = {"coop_vs_learner": "cooperation with the other learner", "coop_vs_tabular":
+              "cooperation with tabular agents", "learner_gap": "learner 0 - learner 1 (reward per step vs learners)"}
+    for ax, q in zip(axes, SERIES):
+        names = [n for n in NAMES if (n, f"{q} over training") in rep.curves]
+        x = rep.steps[names[0]]
+        plot_bands(ax, x, {n: rep.curves[(n, f"{q} over training")] for n in names}, titles[q].split(" (")[0],
+                   title=titles[q])
+        ax.set_xlabel("env steps (rounds)")
+    analysis_panel(axes[3], rep, list(_keys()))
+    finish_figure(fig, rep, path)
 
 
 FIG1 = "Fig. 1 (A2C, end of training, 10 seeds)"
@@ -138,19 +233,25 @@ WEIS_INCONTEXT = Entry(
     name="weis-incontext",
     title="In-context co-player inference: learners trained against a mixed pool cooperate with each other",
     citation="Weis et al., arXiv 2602.16301, 2026",
-    conditions=(_condition(MIXED, True), _condition(ALONE, False)),
+    conditions=tuple(_condition(name) for name in NAMES),
     measures=(Measure("reward", "reward_rate", "learners' reward per step (training seating)", slice(0, LEARNERS)),),
     references=(
         Reference(MIXED, "coop_vs_learner", 0.95, f"{PAPER}, {FIG1}", HOW, "learner vs learner"),
         Reference(MIXED, "reward_vs_learner", 0.96, f"{PAPER}, {FIG1}", HOW, "learner vs learner"),
         Reference(MIXED, "coop_vs_tabular", 0.06, f"{PAPER}, {FIG1}", HOW, "learner vs tabular"),
         Reference(MIXED, "reward_vs_tabular", 1.02, f"{PAPER}, {FIG1}", HOW, "learner vs tabular"),
+        Reference(OPPONENT_ID, "coop_vs_learner", 0.0, f"{PAPER}, {FIG1}", HOW, "'Opponent ID': mutual defection"),
+        Reference(OPPONENT_ID, "reward_vs_learner", 0.0, f"{PAPER}, {FIG1}", HOW, "'Opponent ID': mutual defection"),
+        Reference(MIXED, "peak_gap", None, f"{PAPER}, Figs. 2-4", "figure, qualitative",
+                  "extortion appears in their staged training (an A2C extortioner gets about 1.3 per round against "
+                  "a frozen in-context learner's 0, Fig. 4C) and briefly early in mixed-pool training (Fig. 3)"),
         Reference(ALONE, "coop_vs_learner", 0.0, f"{PAPER}, {FIG1}", HOW, "'No Tabular Opp.': mutual defection"),
         Reference(ALONE, "reward_vs_learner", 0.0, f"{PAPER}, {FIG1}", HOW, "'No Tabular Opp.': mutual defection"),
     ),
     criterion=_criterion,
     criterion_text=("after training, the mixed-pool learners cooperate with each other more than the learners-only "
-                    "pair does, and more than they cooperate with random tabular agents; each comparison over seeds "
+                    "pair and the opponent-id pair do, and more than they cooperate with random tabular agents; each "
+                    "comparison over seeds "
                     "(95% intervals): reproduced when both are separated, not reproduced when neither is even "
                     "ordered, partly otherwise"),
     seeds={"small": 2, "paper": 10},  # paper: 10 seeds (Fig. 1)
@@ -158,6 +259,8 @@ WEIS_INCONTEXT = Entry(
            "learner), against the paper's 128, 4096 and up to 200,000 iterations (cooperation appears at 60-80k): "
            "a CPU run shows the setting and measures it, it cannot show the published effect. Our encoder is an "
            "MLP on the one-hot outcome code before the GRU (the paper: linear embeddings of observation, action "
-           "and reward). The 'Opponent ID' ablation and the extortion phases are not built."),
-    analysis=Analysis(keys={s: _keys() for s in HIDDEN}, compute=_compute),
+           "and reward). The paper's staged extortion experiments are not run; peak_gap and reward_gap measure "
+           "extortion between the learners of each condition."),
+    analysis=Analysis(keys={s: _keys() for s in HIDDEN}, compute=_compute, series={s: _series() for s in HIDDEN}),
+    plot=plot,
 )

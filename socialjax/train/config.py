@@ -10,7 +10,7 @@ Fields come in three kinds:
   :func:`socialjax.train.run` vmaps over, one compiled call for the whole sweep;
 - population, selection and evaluation settings.
 
-Bool fields (``recurrent``, ``anneal_lr``, ``evaluate``) are parsed by
+Bool fields (``recurrent``, ``anneal_lr``, ``evaluate``, ``coplayer_id``) are parsed by
 :func:`socialjax.core.params.parse_bool`: ``"false"`` (from ``--set`` or a file) is
 False, ``"maybe"`` an error. Numbers must be finite.
 """
@@ -105,6 +105,7 @@ class TrainConfig:
     seats: tuple[int, ...] | None = None  # fixed: member of each seat (learners first, then scripted)
     scripted: tuple[str, ...] = ()  # scripted members, after the learners
     learner_fraction: float | None = None  # random seating: share of seats held by learners
+    coplayer_id: bool = False  # learners also see their co-players (scripted: described; learners: zeros)
     # selection --------------------------------------------------------------------------
     selection: str = "none"  # none | truncation | pbt | imitate
     select_every: int = 10  # updates between selection events

@@ -64,7 +64,8 @@ def make_evaluator(env, params, config: TrainConfig, learner, num_learners: int,
             games, acc, total, sums, counts = carry
             key_act, key_script, key_env = jax.random.split(key, 3)
             games, (raw, _, done, info) = seated.step(env, params, learner, members, L, seat_states, row, slots, games,
-                                                      key_act, key_script, jax.random.split(key_env, Ee))
+                                                      key_act, key_script, jax.random.split(key_env, Ee),
+                                                      coplayer_id=config.coplayer_id)
             acc, last, ended = jax.vmap(social.update)(acc, raw, done, info)
             for_metric = {k: jnp.where(ended & jnp.isfinite(last[k]), last[k], 0.0).sum() for k in SOCIAL_KEYS}
             n_metric = {k: (ended & jnp.isfinite(last[k])).sum() for k in SOCIAL_KEYS}

@@ -125,7 +125,8 @@ def _play(train, learners, key, row, params, num_steps: int, render: bool, greed
     def step(games, key_t):
         key_act, key_script, key_env = jax.random.split(key_t, 3)
         games, (raw, actions, done, _) = seated.step(env, params, learner, scripted, L, seat_states, row, slots, games,
-                                                     key_act, key_script, key_env[None], greedy=greedy)
+                                                     key_act, key_script, key_env[None], greedy=greedy,
+                                                     coplayer_id=train.config.coplayer_id)
         frame = _render(env, jax.tree_util.tree_map(lambda x: x[0], games.state)) if render else None
         return games, (raw[0], actions[0], done[0], frame)
 

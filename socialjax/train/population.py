@@ -38,7 +38,7 @@ from socialjax.train.config import TrainConfig
 from socialjax.train.progress import Progress
 from socialjax.train.rewards import SeatShaping, make_shaping
 from socialjax.train.seating import SeatPlan, make_plan
-from socialjax.train.seated import act_and_step
+from socialjax.train.seated import act_and_step, coplayer_view, learner_obs
 from socialjax.train.selection import select
 
 EVAL_ROWS = 4  # random seating: seatings sampled for the population evaluation
@@ -60,6 +60,11 @@ def make_learner(env, config: TrainConfig, seats_per_learner: int, params=None) 
     the CPU, XLA's elsewhere)."""
     params = env.default_params if params is None else params
     space = env.observation_space(params)
+    if config.coplayer_id:  # every scripted member, held-out bots too, must be describable
+        from socialjax.train.seated import coplayer_space
+
+        members = tuple(make_scripted(n, env) for n in dict.fromkeys(config.scripted + config.background))
+        space = coplayer_space(space, members, env.num_agents)
     action_space = env.action_space(params)
     if not isinstance(action_space, Discrete):
         raise ValueError(f"the learners need a Discrete action space; {env!r} has {action_space}")
@@ -95,7 +100,9 @@ def make_train(env, config: TrainConfig, params=None, progress: Progress | None 
 
     - ``return`` ``(U, P)``: mean return of the episodes each member finished in the
       update's rollout (NaN when none finished); ``reward_rate`` ``(U, P)``: mean reward
-      per step held; ``seat_count`` ``(U, P)``: seats held;
+      per step held; ``seat_count`` ``(U, P)``: seats held; with scripted members,
+      ``reward_rate_vs_learners`` and ``reward_rate_vs_scripted`` ``(U, P)``: the same
+      over the seats whose co-players are all learners, or all scripted (NaN when none);
     - the social metrics ``collective_return``, ``efficiency``, ``equality``,
       ``sustainability``, ``peace`` ``(U,)``, averaged over the episodes that ended;
       ``episodes`` ``(U,)``; ``events/<key>`` ``(U,)`` for each of the environment's
@@ -147,7 +154,7 @@ def make_train(env, config: TrainConfig, params=None, progress: Progress | None 
         member_h = {k: jnp.broadcast_to(h[k], (L,)) for k in hp_names if k in learner.hparams}
         key, key_init, key_seat, key_env = jax.random.split(key, 4)
         states = jax.vmap(learner.init)(jax.random.split(key_init, L), member_h)
-        seating = _seat(plan, scripted, key_seat)
+        seating = _seat(plan, scripted, key_seat, config.coplayer_id)
         env_carry = _reset_games(env, env_params, key_env, E, N, H, event_keys, shaping)
         carry = dict(
             states=states, seating=seating, games=env_carry, halted=jnp.zeros((), bool),
@@ -168,7 +175,7 @@ def make_train(env, config: TrainConfig, params=None, progress: Progress | None 
             key_seat, key_env, key_roll, key_upd, key_sel = jax.random.split(key, 5)
             seating, games = carry["seating"], carry["games"]
             if plan.dynamic:  # new seats, fresh games
-                seating = _seat(plan, scripted, key_seat)
+                seating = _seat(plan, scripted, key_seat, config.coplayer_id)
                 games = _reset_games(env, env_params, key_env, E, N, H, event_keys, shaping)
             games, rollout, seat_stats = _rollout(
                 env, env_params, learner, scripted, plan, carry["states"], seating, games, key_roll, progress_frac, T,
@@ -264,12 +271,15 @@ def _all_finite(tree) -> jax.Array:
 
 
 # ------------------------------------------------------------------------------- seating
-def _seat(plan: SeatPlan, scripted: tuple[Scripted, ...], key: jax.Array) -> dict[str, Any]:
+def _seat(plan: SeatPlan, scripted: tuple[Scripted, ...], key: jax.Array, coplayer_id: bool) -> dict[str, Any]:
     key_seat, key_slot = jax.random.split(key)
     assign, order = plan.seat(key_seat)
     keys = jax.random.split(key_slot, max(len(scripted), 1))
     slots = tuple(s.init_slot(k, plan.num_envs * plan.num_seats) for s, k in zip(scripted, keys))
-    return {"assign": assign, "order": order, "slots": slots}
+    out = {"assign": assign, "order": order, "slots": slots}
+    if coplayer_id:  # the seats' view of their co-players, fixed for the seating's games
+        out["view"] = coplayer_view(scripted, plan.num_learners, assign.reshape(-1), slots, plan.num_seats)
+    return out
 
 
 def _reset_games(env, params, key, E, N, H, event_keys, shaping: SeatShaping) -> dict[str, Any]:
@@ -302,6 +312,8 @@ def _rollout(env, params, learner, scripted, plan: SeatPlan, states, seating, ga
     seats = plan.learner_seats(seating["order"])
     event_metrics = tuple(social.EVENT_PREFIX + k for k in getattr(env, "event_keys", ()))
 
+    view = seating.get("view")
+
     def gather(x):  # (E, N, ...) -> (L, M, ...)
         return seats.gather(_flat(x))
 
@@ -310,7 +322,7 @@ def _rollout(env, params, learner, scripted, plan: SeatPlan, states, seating, ga
         reset_l = gather(games["reset"])
         out = act_and_step(env, params, learner, states, seats, scripted, L, assign, seating["slots"], games["obs"],
                            games["state"], reset_l, seats.gather(games["hidden"]), key_act, key_script,
-                           jax.random.split(key_env, E), progress_frac)
+                           jax.random.split(key_env, E), progress_frac, view=view)
         obs, state, reward, done, info = out.obs, out.state, out.reward, out.done, out.info
         raw = raw_reward(info, reward)
         shaped, traces = shaping.shape(reward, games.get("traces"), assign, h)
@@ -356,7 +368,7 @@ def _rollout(env, params, learner, scripted, plan: SeatPlan, states, seating, ga
         done=swap(rec["done"]),
         aux=jax.tree_util.tree_map(swap, rec["aux"]),
         hidden0=hidden0,
-        last_obs=jax.tree_util.tree_map(gather, games["obs"]),
+        last_obs=jax.tree_util.tree_map(seats.gather, learner_obs(jax.tree_util.tree_map(_flat, games["obs"]), view)),
         last_reset=gather(games["reset"]),
         last_hidden=seats.gather(games["hidden"]),
     )
@@ -373,6 +385,14 @@ def _rollout(env, params, learner, scripted, plan: SeatPlan, states, seating, ga
         "seat_count": seat_count.astype(jnp.int32),
         "episodes": ended.sum(),
     }
+    if plan.num_scripted:  # reward per step split by who the co-players are
+        is_learner = (assign < L).reshape(E, N)
+        others = is_learner.sum(axis=1, keepdims=True) - is_learner  # learners among each seat's co-players
+        seat_reward = rec["seat_reward"].sum(axis=0).reshape(-1)
+        for name, mask in (("vs_learners", others == N - 1), ("vs_scripted", others == 0)):
+            held = seg(mask.reshape(-1).astype(jnp.float32))
+            stats[f"reward_rate_{name}"] = seg(jnp.where(mask.reshape(-1), seat_reward, 0.0)) / jnp.where(
+                held > 0, held * T, jnp.nan)
     for k, v in (*rec["social"].items(), *rec["events"].items()):
         ok = jnp.isfinite(v)
         stats[k] = jnp.where(ok, v, 0.0).sum() / jnp.where(ok.sum() > 0, ok.sum(), jnp.nan)

@@ -1,15 +1,24 @@
-"""weis-incontext at small scale: the mixed pool and the learners-only pair train, the
-trained learners are played against each other and against random tabular agents, and
-the cooperation rates read off the rewards agree with the game's payoff table."""
+"""weis-incontext at small scale: the mixed pool, the opponent-id pool and the
+learners-only pair train, the trained learners are played against each other and against
+random tabular agents, and the cooperation rates read off the rewards agree with the
+game's payoff table."""
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pytest
 from small_runs import check_verdict, reproduction_fixture
 
 import socialjax as sj
-from socialjax.reproduce.weis import ALONE, MIXED, PAYOFF_TABLE, ROUNDS, cooperation_from_rewards
+from socialjax.reproduce.weis import (
+    ALONE,
+    MIXED,
+    OPPONENT_ID,
+    PAYOFF_TABLE,
+    POOLS,
+    ROUNDS,
+    cooperation_from_rewards,
+    smoothed,
+)
 
 weis = reproduction_fixture("weis-incontext", optimise=False)  # compilation dominates
 
@@ -45,18 +54,33 @@ def test_the_pool_is_played_and_judged(weis):
     rep, out = weis
     check_verdict(rep)
     f = rep.finals
-    for name, quantities in ((MIXED, ("vs_learner", "vs_tabular")), (ALONE, ("vs_learner",))):
+    for name, quantities in ((MIXED, ("vs_learner", "vs_tabular")), (OPPONENT_ID, ("vs_learner", "vs_tabular")),
+                             (ALONE, ("vs_learner",))):
         for q in quantities:
             coop, reward = f[(name, f"coop_{q}")], f[(name, f"reward_{q}")]
             assert ((coop >= -1e-6) & (coop <= 1 + 1e-6)).all()
             assert ((reward >= -1 - 1e-6) & (reward <= 2 + 1e-6)).all()  # S = -1 and T = 2 bound a round
     # between two learners each cooperation creates 2 - 1 = 1 in total: the pair's mean reward is its cooperation
-    for name in (MIXED, ALONE):
+    for name in (MIXED, OPPONENT_ID, ALONE):
         np.testing.assert_allclose(f[(name, "reward_vs_learner")], f[(name, "coop_vs_learner")], atol=1e-6)
+        # the gap between the two learners' rewards: after training and its peak over training
+        assert ((f[(name, "reward_gap")] >= 0) & (f[(name, "reward_gap")] <= 3 + 1e-6)).all()
+        gap = rep.curves[(name, "learner_gap over training")]
+        np.testing.assert_allclose(f[(name, "peak_gap")], np.nanmax(np.abs(gap), axis=1))
+        coop = rep.curves[(name, "coop_vs_learner over training")]
+        assert coop.shape == gap.shape == (rep.seeds, rep.steps[name].shape[0])
+        assert ((coop >= -1e-6) & (coop <= 1 + 1e-6)).all()
+    for name in POOLS:
+        coop = rep.curves[(name, "coop_vs_tabular over training")]
+        assert ((coop >= -1e-6) & (coop <= 1 + 1e-6)).all()
+    # learners-only: every game is between the two learners, so the curve is their mean reward
+    np.testing.assert_allclose(rep.curves[(ALONE, "coop_vs_learner over training")][:, -1],
+                               rep.curves[(ALONE, "reward")][:, -12:].mean(axis=1), atol=1e-6)
     # training: the learners' reward per step lies within the game too
     assert ((rep.curves[(MIXED, "reward")] >= -1) & (rep.curves[(MIXED, "reward")] <= 2)).all()
     assert f"{np.mean(f[(MIXED, 'coop_vs_learner')]):.3g} vs" in rep.reason
-    assert (out / MIXED / "config.json").exists() and (out / ALONE / "config.json").exists()
+    assert all((out / name / "config.json").exists() for name in (MIXED, OPPONENT_ID, ALONE))
+    assert (out / "figure.png").exists()
 
 
 def test_the_conditions_follow_the_published_settings():
@@ -68,9 +92,19 @@ def test_the_conditions_follow_the_published_settings():
         assert (config["lr"], config["gamma"], config["gae_lambda"], config["ent_coef"]) == (1e-3, 0.99, 1.0, 0.01)
         assert (config["hidden"], config["reward_scale"], config["algo"], config["recurrent"]) == (128, 0.02, "a2c",
                                                                                                   True)
-    # 4096 episodes per learner per update in both conditions
-    assert paper[MIXED]["num_envs"] * 2 * paper[MIXED]["learner_fraction"] / 2 == 4096
+    # 4096 episodes per learner per update in every condition
+    for name in POOLS:
+        assert paper[name]["num_envs"] * 2 * paper[name]["learner_fraction"] / 2 == 4096
     assert paper[ALONE]["num_envs"] == 4096
     assert np.asarray(PAYOFF_TABLE).tolist() == [[[1, -1], [2, 0]], [[1, 2], [-1, 0]]]
-    with pytest.raises(KeyError):
-        entry.condition("opponent-id")  # not built (see the module docstring)
+    # the two pools differ only in the learners seeing their co-player
+    assert {k: v for k, v in paper[OPPONENT_ID].items() if k != "coplayer_id"} == {
+        k: v for k, v in paper[MIXED].items() if k != "coplayer_id"}
+    assert paper[OPPONENT_ID]["coplayer_id"] and not paper[MIXED]["coplayer_id"]
+
+
+def test_the_running_mean_skips_missing_updates():
+    curve = np.array([[1.0, np.nan, 3.0, 5.0, 7.0]])
+    np.testing.assert_allclose(smoothed(curve, 2), [[1.0, 1.0, 3.0, 4.0, 6.0]])
+    np.testing.assert_allclose(smoothed(curve, 1)[0, [0, 2, 3, 4]], [1.0, 3.0, 5.0, 7.0])
+    assert np.isnan(smoothed(curve, 1)[0, 1])
