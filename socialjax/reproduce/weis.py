@@ -252,7 +252,7 @@ WEIS_INCONTEXT = Entry(
     criterion_text=("after training, the mixed-pool learners cooperate with each other more than the learners-only "
                     "pair and the opponent-id pair do, and more than they cooperate with random tabular agents; each "
                     "comparison over seeds "
-                    "(95% intervals): reproduced when both are separated, not reproduced when neither is even "
+                    "(95% intervals): reproduced when all are separated, not reproduced when none is even "
                     "ordered, partly otherwise"),
     seeds={"small": 2, "paper": 10},  # paper: 10 seeds (Fig. 1)
     notes=("Small scale: a GRU of 32, 8 episodes per learner per update and 60 updates (48,000 rounds per "
