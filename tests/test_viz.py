@@ -109,8 +109,33 @@ def test_atlas_maps_each_code_to_its_colour():
         if code == C.APPLE:  # a red disc on grass
             colours = {tuple(p) for p in tile.reshape(-1, 3)}
             assert R.COLOURS[C.APPLE] in colours and R.COLOURS[C.APPLE_CELL] in colours
+        if code in R.SPRITES:
+            assert (tile == R.SPRITES[code]).all(), C.CODE_NAMES[code]
         else:
             assert (tile == R.COLOURS[code]).all(), C.CODE_NAMES[code]
+
+
+def test_a_game_object_gets_a_code_of_its_own_block_only(monkeypatch):
+    monkeypatch.setattr(C, "CODE_NAMES", dict(C.CODE_NAMES))
+    monkeypatch.setattr(R, "COLOURS", dict(R.COLOURS))
+    monkeypatch.setattr(R, "SPRITES", dict(R.SPRITES))
+    block = C.CODE_BLOCKS["coins"]
+    free = next(c for c in block if c not in C.CODE_NAMES)
+    picture = np.full((8, 8, 3), 7, np.uint8)
+    assert R.define_object("coins", free, "test coin", (1, 2, 3), picture) == free
+    assert R.define_object("coins", free, "test coin", (1, 2, 3), picture) == free  # the same again is fine
+    assert (R.sprite_atlas(1)[free] == 7).all() and R.COLOURS[free] == (1, 2, 3)
+    with pytest.raises(ValueError, match="already 'test coin'"):
+        R.define_object("coins", free, "another", (0, 0, 0))
+    with pytest.raises(ValueError, match="outside block 'coins'"):
+        R.define_object("coins", C.AGENT_BASE, "too far", (0, 0, 0))
+    with pytest.raises(ValueError, match="unknown code block"):
+        R.define_object("chess", free, "pawn", (0, 0, 0))
+    with pytest.raises(ValueError, match=r"must be \(8, 8, 3\)"):
+        R.define_object("coins", free, "test coin", (1, 2, 3), np.zeros((4, 4, 3), np.uint8))
+    blocks = sorted(C.CODE_BLOCKS.values(), key=lambda r: r.start)  # disjoint, between the terrain and the agents
+    assert blocks[0].start > max(c for c in C.CODE_NAMES if c < blocks[0].start) and blocks[-1].stop <= C.AGENT_BASE
+    assert all(a.stop <= b.start for a, b in zip(blocks, blocks[1:]))
 
 
 def test_render_draws_walls_apples_and_agents(state, render, frames):

@@ -8,8 +8,9 @@ Encoders (``kind``):
   records): each feature one-hot over ``high + 1`` classes, then the MLP.
 - ``"cnn"``: gridworld observations. Integer codes ``(V, V) uint8`` are embedded
   (``nn.Embed``: a code is a category, not a brightness), RGB ``(H, W, 3) uint8`` is
-  scaled to [0, 1]; two 3x3 convolutions, a dense layer, and the ``ready_to_zap`` flag
-  concatenated.
+  scaled to [0, 1]; two 3x3 convolutions, a dense layer, and the observation's other
+  entries concatenated as floats: the ``ready_to_zap`` flag, then any others in name
+  order (e.g. an inventory).
 - ``"cnn_sj"``: the same inputs through the CNN of SocialJax's published IPPO baselines
   (cooperativex/SocialJax, ``algorithms/utils/networks.py``, used by
   ``algorithms/IPPO/ippo_cnn_cleanup.py``): a 5x5 and two 3x3 convolutions, a dense
@@ -91,6 +92,7 @@ class EncoderSpec:
     kind: str  # "mlp" | "onehot" | "cnn" | "cnn_sj"
     num_classes: tuple[int, ...] = ()  # onehot: classes per feature; cnn: (num_codes,) for code grids
     grid_key: str | None = None  # cnn: "grid" (codes) or "rgb"
+    vector_keys: tuple[str, ...] = ("ready_to_zap",)  # cnn: the other entries, concatenated after the CNN
     extra: int = 0  # floats of a "coplayer" view read beside the observation (0: none)
 
 
@@ -108,7 +110,9 @@ def encoder_spec(space: Space, kind: str = "auto") -> EncoderSpec:
         if kind not in ("auto",) + GRID_ENCODERS:
             raise ValueError(f"gridworld observations need network='cnn' or 'cnn_sj', got {kind!r}")
         classes = (int(np.max(space.spaces["grid"].high)) + 1,) if key == "grid" else ()
-        return EncoderSpec("cnn_sj" if kind == "cnn_sj" else "cnn", classes, key)
+        others = sorted(k for k in space.spaces if k not in ("grid", "rgb", "ready_to_zap"))
+        vectors = (("ready_to_zap",) if "ready_to_zap" in space.spaces else ()) + tuple(others)
+        return EncoderSpec("cnn_sj" if kind == "cnn_sj" else "cnn", classes, key, vector_keys=vectors)
     if not isinstance(space, Box):
         raise TypeError(f"unsupported observation space {space!r}")
     if kind in GRID_ENCODERS:
@@ -161,8 +165,8 @@ class Encoder(nn.Module):
                 x = nn.relu(Conv2D(self.channels, size, self.conv, self.dtype, init, name=f"Conv_{i}")(x))
             x = x.reshape(x.shape[0], -1)
             x = nn.relu(nn.Dense(self.hidden, dtype=self.dtype, kernel_init=init)(x))
-            flag = obs["ready_to_zap"].astype(x.dtype).reshape(x.shape[0], 1)
-            return jnp.concatenate([x, flag] + ([] if view is None else [view]), axis=-1)
+            vectors = [obs[k].astype(x.dtype).reshape(x.shape[0], -1) for k in spec.vector_keys]
+            return jnp.concatenate([x, *vectors] + ([] if view is None else [view]), axis=-1)
         if spec.kind == "onehot":
             codes = obs.reshape(obs.shape[0], -1).astype(jnp.int32)
             x = jnp.concatenate(

@@ -24,6 +24,8 @@ def colour_legend() -> str:
         name = C.CODE_NAMES.get(code, "?")
         if code == C.APPLE:
             name += f" (on {C.CODE_NAMES[C.APPLE_CELL]}, with a green stalk)"
+        elif code in R.SPRITES:
+            name += " (a picture; its main colour)"
         rows.append(f"| {code} | {name} | {tuple(rgb)} | `{_hex(rgb)}` |")
     for j, rgb in enumerate(R.AGENT_COLOURS):
         first = C.AGENT_BASE + 4 * j

@@ -201,10 +201,10 @@ def test_bfloat16_outputs_are_float32_and_close_to_float32(outputs, name):
 # SocialJax's IPPO CNN (cooperativex/SocialJax, algorithms/utils/networks.py, CNN and
 # ActorCritic): Conv 32 5x5, Conv 32 3x3, Conv 32 3x3 (stride 1, SAME), Dense 64, then
 # actor Dense 64 -> Dense A and critic Dense 64 -> Dense 1. On our Clean Up observation
-# (11x11 codes 0..43, embedded in 8 dimensions; 9 actions) with the default widths
+# (11x11 codes 0..123, embedded in 8 dimensions; 9 actions) with the default widths
 # (channels 32, hidden 64) and our ready_to_zap flag appended to the 64 features:
 CLEANUP_SJ = {
-    "Encoder_0/Embed_0/embedding": (44, 8),  # 352
+    "Encoder_0/Embed_0/embedding": (124, 8),  # 992
     "Encoder_0/Conv_0/kernel": (5, 5, 8, 32), "Encoder_0/Conv_0/bias": (32,),  # 6,432
     "Encoder_0/Conv_1/kernel": (3, 3, 32, 32), "Encoder_0/Conv_1/bias": (32,),  # 9,248
     "Encoder_0/Conv_2/kernel": (3, 3, 32, 32), "Encoder_0/Conv_2/bias": (32,),  # 9,248
@@ -214,7 +214,7 @@ CLEANUP_SJ = {
     "Dense_3/kernel": (65, 64), "Dense_3/bias": (64,),  # critic hidden: 4,224
     "Dense_2/kernel": (64, 1), "Dense_2/bias": (1,),  # critic output: 65
 }
-CLEANUP_SJ_PARAMS = 352 + 6432 + 9248 + 9248 + 247872 + 4224 + 585 + 4224 + 65  # 282,250
+CLEANUP_SJ_PARAMS = 992 + 6432 + 9248 + 9248 + 247872 + 4224 + 585 + 4224 + 65  # 282,890
 # (Their own input is a 19-channel one-hot 11x11 image without the flag: Conv_0 has
 # 5*5*19*32 + 32 = 15,232 parameters and the heads 64 inputs, 290,570 in all.)
 
@@ -235,7 +235,7 @@ def test_cnn_sj_has_socialjax_layers_on_cleanup_codes_and_rgb():
         got = param_shapes(net, env.observation_space(env.default_params))
         if obs_mode == "codes":
             assert got == CLEANUP_SJ
-            assert sum(int(np.prod(s)) for s in got.values()) == CLEANUP_SJ_PARAMS == 282_250
+            assert sum(int(np.prod(s)) for s in got.values()) == CLEANUP_SJ_PARAMS == 282_890
         else:
             want = {k: v for k, v in CLEANUP_SJ.items() if "Embed" not in k}
             want["Encoder_0/Conv_0/kernel"] = (5, 5, 3, 32)
@@ -244,6 +244,24 @@ def test_cnn_sj_has_socialjax_layers_on_cleanup_codes_and_rgb():
 
 
 # ------------------------------------------------------------------------ the settings
+def test_grid_observations_other_entries_reach_the_features():
+    """A grid observation's entries besides the grid (the zap flag, then e.g. an
+    inventory, in name order) are concatenated after the CNN: the features change with
+    them."""
+    space = Dict({"grid": Box(0, 9, (5, 5), jnp.uint8), "ready_to_zap": Box(0, 1, (), jnp.uint8),
+                  "inventory": Box(0, 100, (3,), jnp.int32)})
+    spec = encoder_spec(space)
+    assert spec.vector_keys == ("ready_to_zap", "inventory")
+    enc = networks.Encoder(spec, hidden=16)
+    obs = sample_obs(space, 2)
+    params = enc.init(jax.random.key(0), obs)
+    x = enc.apply(params, obs)
+    assert x.shape == (2, 16 + 1 + 3)
+    richer = dict(obs, inventory=jnp.array([[0, 0, 0], [5, 1, 2]], jnp.int32))
+    np.testing.assert_array_equal(enc.apply(params, richer)[1, -3:], [5, 1, 2])
+    np.testing.assert_array_equal(enc.apply(params, richer)[0], x[0])
+
+
 def test_conv_and_precision_settings_are_checked_and_resolved():
     """``conv="auto"`` is the patch product on the CPU backend and XLA's convolution
     elsewhere, resolved when the learner is built; unknown values are rejected before

@@ -270,7 +270,7 @@ def test_ssd_harvest_random_play_apples_per_episode():
 def test_bad_input():
     with pytest.raises(ValueError, match="spawn points"):
         sj.make("harvest_ssd", num_agents=len(sj.make("harvest_ssd").spawn_points) + 1)
-    with pytest.raises(ValueError, match="at most 60 agents"):
+    with pytest.raises(ValueError, match="at most 40 agents"):
         sj.make("harvest_open", num_agents=80)
     with pytest.raises(ValueError, match=r"unknown character 'X' at row 1, column 2"):
         parse_map("bad", "WWW\nW X\nWWW", {"W": tile(C.WALL), " ": tile(C.FLOOR)})

@@ -16,9 +16,19 @@ APPLE_CELL = 4  # an apple cell with no apple (grass / orchard)
 DIRT = 5  # river cell covered in dirt / waste (blocks movement in Melting Pot Clean Up)
 RIVER = 6  # clean river cell that can get dirty
 STREAM = 7  # river that never gets dirty
-AGENT_BASE = 16
+AGENT_BASE = 96
 CODE_NAMES = {FLOOR: "floor", WALL: "wall", OUTSIDE: "outside", APPLE: "apple", APPLE_CELL: "apple cell",
               DIRT: "dirt", RIVER: "river", STREAM: "stream"}
+# Codes 8 .. AGENT_BASE - 1 hold the objects of the other games, a block per game so that no
+# two games share a code (a game defines its codes with ``render.define_object``).
+CODE_BLOCKS = {
+    "coins": range(8, 16),
+    "coop_mining": range(16, 24),
+    "mushrooms": range(24, 32),
+    "gift_refinements": range(32, 40),
+    "in_the_matrix": range(40, 48),
+    "territory": range(48, AGENT_BASE),
+}
 
 # -- headings -----------------------------------------------------------------------
 NORTH, EAST, SOUTH, WEST = 0, 1, 2, 3

@@ -58,6 +58,30 @@ def _agent(colour, heading: int) -> np.ndarray:
     return s
 
 
+#: codes drawn with an 8x8 picture rather than their flat colour (the legend gives the colour)
+SPRITES: dict[int, np.ndarray] = {C.APPLE: _apple()}
+
+
+def define_object(block: str, code: int, name: str, colour, sprite: np.ndarray | None = None) -> int:
+    """Give a game's object a cell code from its block (``constants.CODE_BLOCKS``), a
+    name, a colour and optionally a picture ``(8, 8, 3) uint8``; returns ``code``. Called
+    once per object when the game's module is imported; defining a code twice with a
+    different name, or outside the block, is an error."""
+    if block not in C.CODE_BLOCKS:
+        raise ValueError(f"unknown code block {block!r}; blocks: {sorted(C.CODE_BLOCKS)}")
+    if code not in C.CODE_BLOCKS[block]:
+        raise ValueError(f"code {code} for {name!r} is outside block {block!r} ({C.CODE_BLOCKS[block]})")
+    if C.CODE_NAMES.get(code, name) != name:
+        raise ValueError(f"code {code} is already {C.CODE_NAMES[code]!r}, cannot also be {name!r}")
+    if sprite is not None and np.asarray(sprite).shape != (SPRITE, SPRITE, 3):
+        raise ValueError(f"sprite of {name!r} must be ({SPRITE}, {SPRITE}, 3), got {np.asarray(sprite).shape}")
+    C.CODE_NAMES[code] = name
+    COLOURS[code] = tuple(int(c) for c in colour)
+    if sprite is not None:
+        SPRITES[code] = np.asarray(sprite, np.uint8)
+    return code
+
+
 def sprite_atlas(num_agents: int) -> np.ndarray:
     """``(AGENT_BASE + 4 N, 8, 8, 3) uint8``: one sprite per code."""
     missing = sorted(set(C.CODE_NAMES) - set(COLOURS))
@@ -65,8 +89,7 @@ def sprite_atlas(num_agents: int) -> np.ndarray:
         raise ValueError(f"cell codes without a colour: {[C.CODE_NAMES[c] for c in missing]}")
     atlas = np.zeros((C.AGENT_BASE + 4 * num_agents, SPRITE, SPRITE, 3), np.uint8)
     for code, colour in COLOURS.items():
-        atlas[code] = _fill(colour)
-    atlas[C.APPLE] = _apple()
+        atlas[code] = SPRITES[code] if code in SPRITES else _fill(colour)
     for j in range(num_agents):
         for h in range(4):
             atlas[C.AGENT_BASE + 4 * j + h] = _agent(AGENT_COLOURS[j % len(AGENT_COLOURS)], h)
