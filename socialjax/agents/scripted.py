@@ -26,6 +26,28 @@ Names understood by :func:`make_scripted` (``socialjax train ... --scripted NAME
   dirt lies in the beam's footprint (an "always clean" bot). Both read only
   their own egocentric code observation; with nothing in view they walk forward or
   turn at random.
+- Cooperative Mining (``coop_mining``): ``iron_miner`` mines only iron, ``gold_miner``
+  only gold (raw or partly mined): each walks and turns until the nearest such ore in
+  its view lies straight ahead within the mining beam's reach, then mines (a
+  "defector" and a "cooperator" with the goals of Melting Pot's ``EXTRACT_IRON`` and
+  ``EXTRACT_GOLD`` puppet bots, ``coop_mining__defector_0`` and
+  ``coop_mining__cooperator_0``; those are trained policies steered by a puppeteer,
+  ours are scripted: :func:`beam_bot`).
+- Coins (``coins``, both variants): ``coin_cooperator`` walks to the nearest coin of its
+  own colour, ``coin_defector`` to the nearest coin of either colour (the goals of
+  Melting Pot's coins puppeteer, ``meltingpot/utils/puppeteers/coins.py``, whose bots
+  are trained policies; ours are scripted: :func:`socialjax.envs.coins.coin_bot`).
+- *In the Matrix* (``prisoners_dilemma_in_the_matrix``, ``stag_hunt_in_the_matrix``,
+  ``chicken_in_the_matrix``): ``collect_cooperate`` / ``collect_defect`` (and the
+  aliases ``collect_stag`` / ``collect_hare``, ``collect_dove`` / ``collect_hawk``)
+  gather the first / second resource until they hold at least one more of it than of
+  the other, then seek a player and interact (:func:`matrix_bot`; the goal of Melting
+  Pot's ``Specialist`` puppeteer, ``meltingpot/utils/puppeteers/in_the_matrix.py``,
+  whose bots are trained policies; ours are scripted).
+
+A game lists bots of its own in a ``scripted_bots`` attribute (their names) and builds
+each with its ``scripted_bot(name)`` (the act function); :func:`make_scripted` and
+:func:`scripted_names` ask every environment for them.
 """
 
 from __future__ import annotations
@@ -92,6 +114,7 @@ def scripted_names(env) -> tuple[str, ...]:
         names.append("harvester")
         if _grid_base(env).clean_rays is not None:
             names.append("cleaner")
+    names += list(getattr(_grid_base(env), "scripted_bots", ()))  # a game's own bots
     return tuple(names)
 
 
@@ -151,6 +174,8 @@ def make_scripted(name: str, env) -> Scripted:
                 f"{scripted_names(env)}"
             )
         return Scripted(name, _no_slot, _grid_bot(_grid_base(env), name))
+    if name in getattr(_grid_base(env), "scripted_bots", ()):
+        return Scripted(name, _no_slot, _grid_base(env).scripted_bot(name))
     raise ValueError(f"unknown scripted member {name!r} for {env!r}; available: {scripted_names(env)}")
 
 
@@ -206,5 +231,134 @@ def _grid_bot(env, name: str) -> Callable:
             move = jnp.where(jnp.any(found & footprint[None, :], axis=1), clean, move)
         roam = wander[jax.random.randint(key, (grid.shape[0],), 0, wander.shape[0])]
         return jnp.where(any_found, move, roam).astype(jnp.int32)
+
+    return act
+
+
+def beam_bot(env, targets: tuple[int, ...], explore: float = 0.1, prefer: int = 6) -> Callable:
+    """The act function of a bot that fires its zap-slot beam (coop_mining: the mining
+    beam, one ray ``env.zap_rays.length`` cells straight ahead) at the nearest cell in
+    view whose code is in ``targets`` (a code earlier in ``targets`` counts as ``prefer``
+    cells nearer than a later one: the gold miner goes to gold another player has
+    started before raw gold).
+
+    In the egocentric window the bot stands on row ``ahead``, column ``side``, facing
+    up. Target ahead in its own column within reach: fire; farther ahead: forward; ahead
+    in another column: strafe towards it; level with the bot: turn towards it; behind:
+    turn right; under the bot: step back. With probability ``explore``, or with no
+    target in view, it walks forward or turns at random (which also frees it when a
+    wall stands between it and the target).
+    """
+    from socialjax.envs.grid import constants as C
+
+    table = np.asarray(env.action_table)
+    ahead, _, side = env.view
+
+    def action_of(move: int, turn: int = 0, beam: int = C.NO_BEAM) -> int:
+        hits = np.flatnonzero((table[:, 0] == move) & (table[:, 1] == turn) & (table[:, 2] == beam))
+        if hits.size == 0:
+            raise ValueError(f"{env!r} has no action for move={move}, turn={turn}, beam={beam}")
+        return int(hits[0])
+
+    forward, backward = action_of(C.FORWARD), action_of(C.BACKWARD)
+    left, right = action_of(C.LEFT), action_of(C.RIGHT)
+    turn_left, turn_right = action_of(C.NO_MOVE, -1), action_of(C.NO_MOVE, 1)
+    fire = action_of(C.NO_MOVE, 0, C.ZAP)
+    reach = int(env.zap_rays.length)
+    wander = jnp.asarray([forward, forward, turn_left, turn_right], jnp.int32)
+    V, W = env.offsets.shape[1:3]
+    dr = (jnp.arange(V)[:, None] - ahead + 0 * jnp.arange(W)[None, :]).reshape(-1)  # < 0: ahead
+    dc = (jnp.arange(W)[None, :] - side + 0 * jnp.arange(V)[:, None]).reshape(-1)  # > 0: to the right
+    dist = jnp.abs(dr) + jnp.abs(dc)
+    codes = jnp.asarray(targets)
+    handicap = prefer * jnp.arange(len(targets))
+
+    def act(key, slot, obs):
+        grid = obs["grid"].reshape(obs["grid"].shape[0], -1).astype(jnp.int32)  # (B, V * W)
+        match = grid[..., None] == codes  # (B, V * W, K)
+        found = jnp.any(match, axis=-1)
+        score = dist[None, :] + jnp.sum(jnp.where(match, handicap, 0), axis=-1)
+        best = jnp.argmin(jnp.where(found, score, jnp.iinfo(jnp.int32).max), axis=1)
+        r, c = dr[best], dc[best]
+        move = jnp.where(
+            r < 0,
+            jnp.where(c == 0, jnp.where(-r <= reach, fire, forward), jnp.where(c > 0, right, left)),
+            jnp.where(r == 0, jnp.where(c > 0, turn_right, jnp.where(c < 0, turn_left, backward)), turn_right),
+        )
+        k_roam, k_explore = jax.random.split(key)
+        batch = grid.shape[0]
+        roam = wander[jax.random.randint(k_roam, (batch,), 0, wander.shape[0])]
+        explore_now = jax.random.uniform(k_explore, (batch,)) < explore
+        return jnp.where(found.any(axis=1) & ~explore_now, move, roam).astype(jnp.int32)
+
+    return act
+
+
+def matrix_bot(env, target: int, margin: int = 1, explore: float = 0.1) -> Callable:
+    """The act function of an *in the Matrix* bot (``socialjax/envs/in_the_matrix.py``)
+    with the goal of Melting Pot's ``Specialist`` puppeteer
+    (``meltingpot/utils/puppeteers/in_the_matrix.py``): collect resource ``target`` (0:
+    the first resource, cooperate / stag / dove; 1: the second) until the inventory holds
+    at least ``margin`` more of it than of the other, then seek a player and interact.
+
+    Reads only its own observation: ``inventory`` and the egocentric ``grid`` (the bot
+    stands on row ``ahead``, column ``side``, facing up). Collecting: step towards the
+    nearest resource of the target class in view (along the longer axis of the offset).
+    Interacting: fire when a player stands in the beam's footprint; else, with a player
+    ahead, walk forward or strafe towards it; level with the bot or behind, turn towards
+    it. With probability ``explore``, or with nothing to go to in view, it walks forward
+    or turns at random.
+    """
+    from socialjax.envs.grid import constants as C
+    from socialjax.envs.in_the_matrix import INTERACT, RESOURCE_1
+
+    table = np.asarray(env.action_table)
+    ahead, _, side = env.view
+
+    def action_of(move: int, turn: int = 0) -> int:
+        return int(np.flatnonzero((table[:, 0] == move) & (table[:, 1] == turn) & (table[:, 2] == C.NO_BEAM))[0])
+
+    forward, backward = action_of(C.FORWARD), action_of(C.BACKWARD)
+    left, right = action_of(C.LEFT), action_of(C.RIGHT)
+    turn_left, turn_right = action_of(C.NO_MOVE, -1), action_of(C.NO_MOVE, 1)
+    wander = jnp.asarray([forward, forward, turn_left, turn_right], jnp.int32)
+    V, W = env.offsets.shape[1:3]
+    footprint = np.zeros((V, W), bool)  # window cells the interaction beam covers
+    for (f, lateral), ok in zip(env.zap_rays.frame.reshape(-1, 2), env.zap_rays.valid.reshape(-1)):
+        if ok and 0 <= ahead - f < V and 0 <= side + lateral < W:
+            footprint[ahead - f, side + lateral] = True
+    footprint = jnp.asarray(footprint.reshape(-1))
+    dr = (jnp.arange(V)[:, None] - ahead + 0 * jnp.arange(W)[None, :]).reshape(-1)  # < 0: ahead
+    dc = (jnp.arange(W)[None, :] - side + 0 * jnp.arange(V)[:, None]).reshape(-1)  # > 0: to the right
+    dist = jnp.abs(dr) + jnp.abs(dc)
+    me = ahead * W + side
+
+    def nearest(found):
+        best = jnp.argmin(jnp.where(found, dist[None, :], jnp.iinfo(jnp.int32).max), axis=1)
+        return dr[best], dc[best], found.any(axis=1)
+
+    def act(key, slot, obs):
+        grid = obs["grid"].reshape(obs["grid"].shape[0], -1).astype(jnp.int32)  # (B, V * W)
+        inv = obs["inventory"]
+        others = jnp.where(jnp.arange(inv.shape[1]) == target, -jnp.inf, inv)
+        enough = inv[:, target] - jnp.max(others, axis=1) >= margin
+        # collect
+        r, c, seen_res = nearest(grid == RESOURCE_1 + target)
+        collect = jnp.where(jnp.abs(r) >= jnp.abs(c), jnp.where(r < 0, forward, backward),
+                            jnp.where(c > 0, right, left))
+        # interact
+        player = (grid >= C.AGENT_BASE) & (jnp.arange(grid.shape[1]) != me)[None, :]
+        in_reach = jnp.any(player & footprint[None, :], axis=1)
+        r, c, seen_player = nearest(player)
+        seek = jnp.where(r < 0, jnp.where(c == 0, forward, jnp.where(c > 0, right, left)),
+                         jnp.where(c > 0, turn_right, jnp.where(c < 0, turn_left, turn_right)))
+        seek = jnp.where(in_reach, INTERACT, seek)
+        move = jnp.where(enough, seek, collect)
+        seen = jnp.where(enough, seen_player, seen_res)
+        k_roam, k_explore = jax.random.split(key)
+        batch = grid.shape[0]
+        roam = wander[jax.random.randint(k_roam, (batch,), 0, wander.shape[0])]
+        explore_now = (jax.random.uniform(k_explore, (batch,)) < explore) & ~(enough & in_reach)
+        return jnp.where(seen & ~explore_now, move, roam).astype(jnp.int32)
 
     return act

@@ -49,6 +49,13 @@ def describe_envs() -> dict[str, str]:
     return {n: _REGISTRY[n].description for n in registered_envs()}
 
 
+def load_all() -> None:
+    """Import the module of every registered environment (their import defines the
+    games' cell codes and colours, e.g. for the colour legend)."""
+    for entry in _REGISTRY.values():
+        importlib.import_module(entry.target.split(":")[0])
+
+
 def _load(target: str) -> Callable[..., Environment]:
     module, attr = target.split(":")
     return getattr(importlib.import_module(module), attr)

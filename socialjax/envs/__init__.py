@@ -69,6 +69,32 @@ _ENVS = {
         "Gathering (Leibo et al. 2017), 2 players, apples back after n_apple steps, 2 hits tag out",
         {},
     ),
+    "coop_mining": (
+        "socialjax.envs.coop_mining:CoopMining",
+        "Melting Pot Cooperative Mining, 6 players: iron pays one miner 1, gold pays two miners 8 each",
+        {},
+    ),
+    "coins": (
+        "socialjax.envs.coins:Coins",
+        "Melting Pot Coins, 2 players: any coin pays 1, the other's colour costs its owner 2; variant='lola'",
+        {},
+    ),
+    "prisoners_dilemma_in_the_matrix": (
+        "socialjax.envs.in_the_matrix:InTheMatrix",
+        "Melting Pot Prisoner's Dilemma in the Matrix: collect C/D resources, interact by beam; "
+        "variant arena (8 players) or repeated (2)",
+        {"game": "prisoners_dilemma"},
+    ),
+    "stag_hunt_in_the_matrix": (
+        "socialjax.envs.in_the_matrix:InTheMatrix",
+        "Melting Pot Stag Hunt in the Matrix; variant arena (8 players) or repeated (2)",
+        {"game": "stag_hunt"},
+    ),
+    "chicken_in_the_matrix": (
+        "socialjax.envs.in_the_matrix:InTheMatrix",
+        "Melting Pot Chicken in the Matrix; variant arena (8 players) or repeated (2)",
+        {"game": "chicken"},
+    ),
     "partner_punishment": (
         "socialjax.envs.institutions.partner_punishment:PartnerPunishment",
         "repeated PD with partner selection, reputation, direct/third-party punishment (Dasgupta & Musolesi)",

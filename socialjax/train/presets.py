@@ -143,6 +143,61 @@ PRESETS: dict[str, Preset] = {
             seeds=SMALL_SEEDS,
         ),
         _population(
+            # ore 25x as common as in Melting Pot (liveRates 0.0002, 0.00008), where random play
+            # extracts about 16 iron per 500 steps among 6 players: too little to learn from in a small run
+            "coop_mining-ippo-small",
+            "IPPO (one CNN learner per seat) in Melting Pot Cooperative Mining, 3 players, 500-step episodes, "
+            "ore 25x as common",
+            "coop_mining",
+            dict(num_agents=3, episode="fixed", episode_length=500, iron_regrowth=0.005, gold_regrowth=0.002),
+            dict(num_envs=8, rollout_len=125, num_updates=40, **SMALL_IPPO),
+            seeds=SMALL_SEEDS,
+        ),
+        _population(
+            # Melting Pot's __repeated variant (2 players, 5x5 view); 500-step episodes instead of the
+            # stochastic ending (at least 1000 steps). Rewards are sparse (random players meet about once
+            # per 1000 steps each): 40 updates show no learning, 1200 (about 2.5 min on 2 CPU cores) do
+            "prisoners_dilemma_in_the_matrix-ippo-small",
+            "IPPO (one CNN learner per seat) in Melting Pot Prisoner's Dilemma in the Matrix (repeated), "
+            "2 players, 500-step episodes",
+            "prisoners_dilemma_in_the_matrix",
+            dict(variant="repeated", episode="fixed", episode_length=500),
+            dict(num_envs=8, rollout_len=125, num_updates=1200, **SMALL_IPPO),
+            seeds=SMALL_SEEDS,
+        ),
+        _population(
+            "stag_hunt_in_the_matrix-ippo-small",
+            "IPPO (one CNN learner per seat) in Melting Pot Stag Hunt in the Matrix (repeated), "
+            "2 players, 500-step episodes",
+            "stag_hunt_in_the_matrix",
+            dict(variant="repeated", episode="fixed", episode_length=500),
+            dict(num_envs=8, rollout_len=125, num_updates=1200, **SMALL_IPPO),
+            seeds=SMALL_SEEDS,
+        ),
+        _population(
+            "chicken_in_the_matrix-ippo-small",
+            "IPPO (one CNN learner per seat) in Melting Pot Chicken in the Matrix (repeated), "
+            "2 players, 500-step episodes",
+            "chicken_in_the_matrix",
+            dict(variant="repeated", episode="fixed", episode_length=500),
+            dict(num_envs=8, rollout_len=125, num_updates=1200, **SMALL_IPPO),
+            seeds=SMALL_SEEDS,
+        ),
+        _population(
+            # Melting Pot's smallest map (10x10 interior) and coins 10x as common (regrowRate 0.0005), where
+            # random play takes about 8 coins per 300 steps between the two players: too few to learn from
+            # in a small run; 300-step episodes (Melting Pot's minimum) instead of the stochastic ending.
+            # The payoffs make greed reward-neutral on average (+1 per coin, -2 to the owner for half of
+            # them), so learning shows in coins taken per episode (events/coins_collected), not reward
+            "coins-ippo-small",
+            "IPPO (one CNN learner per seat) in Melting Pot Coins, 2 players, 10x10 map, 300-step episodes, "
+            "coins 10x as common",
+            "coins",
+            dict(width=10, height=10, episode="fixed", episode_length=300, regrow_rate=0.005),
+            dict(num_envs=8, rollout_len=100, num_updates=100, **SMALL_IPPO),
+            seeds=SMALL_SEEDS,
+        ),
+        _population(
             # the SSD map, not Melting Pot's: there random play grows no apple in the first 1000 steps
             # (docs/gridworlds.md), so a small run gets no reward to learn from
             "cleanup-ippo-small",

@@ -18,7 +18,12 @@ def _hex(rgb) -> str:
 def colour_legend() -> str:
     """Markdown table of every cell code's colour, then the agent colours (agent ``j``
     facing ``h`` is code ``AGENT_BASE + 4 j + h``, drawn as a square with a darker band
-    on the side it faces; agent ``j`` has colour ``j % len(AGENT_COLOURS)``)."""
+    on the side it faces; agent ``j`` has colour ``j % len(AGENT_COLOURS)``). Every
+    registered game's module is imported first, so that the table lists all their
+    objects whatever was imported before."""
+    from socialjax.core.registry import load_all
+
+    load_all()
     rows = ["| code | name | RGB | hex |", "|---|---|---|---|"]
     for code, rgb in sorted(R.COLOURS.items()):
         name = C.CODE_NAMES.get(code, "?")

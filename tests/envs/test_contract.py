@@ -31,6 +31,11 @@ ENV_OPTIONS = {
     "cleanup": {"num_agents": 3, "episode": "fixed", "episode_length": 25},
     "cleanup_ssd": {"num_agents": 3, "episode_length": 25},
     "gathering": {"episode_length": 25},
+    "prisoners_dilemma_in_the_matrix": {"variant": "repeated", "episode": "fixed", "episode_length": 25},
+    "stag_hunt_in_the_matrix": {"num_agents": 3, "episode": "fixed", "episode_length": 25},
+    "chicken_in_the_matrix": {"variant": "repeated", "episode": "fixed", "episode_length": 25},
+    "coop_mining": {"num_agents": 3, "episode": "fixed", "episode_length": 25},
+    "coins": {"width": 6, "height": 6, "episode": "fixed", "episode_length": 25},
     "partner_punishment": {"num_rounds": 2, "third_party_punishment": True},  # 1 + 5 games x 2 rounds x 2 steps
     "commons": {"num_agents": 3, "episode_length": 12, "monitoring": True, "sanctions": "pot", "quota_vote": True},
     "commons_govsim": {},  # 12 rounds (fewer if it collapses)
