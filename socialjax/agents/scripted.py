@@ -37,6 +37,13 @@ Names understood by :func:`make_scripted` (``socialjax train ... --scripted NAME
   own colour, ``coin_defector`` to the nearest coin of either colour (the goals of
   Melting Pot's coins puppeteer, ``meltingpot/utils/puppeteers/coins.py``, whose bots
   are trained policies; ours are scripted: :func:`socialjax.envs.coins.coin_bot`).
+- Gift Refinements (``gift_refinements``): ``gift_cooperator`` collects while its
+  inventory is empty, gifts while it holds only raw tokens and consumes once it holds a
+  refined one; ``gift_extreme_cooperator`` consumes only once it holds a twice-refined
+  token; ``gift_defector`` collects and consumes, never gifts (the goals of Melting Pot's
+  ``GiftRefinementsCooperator`` / ``GiftRefinementsExtremeCooperator`` puppeteers,
+  ``meltingpot/utils/puppeteers/gift_refinements.py``, and its ``FORAGE`` bot, all trained
+  policies; ours are scripted: :func:`socialjax.envs.gift_refinements.gift_bot`).
 - *In the Matrix* (``prisoners_dilemma_in_the_matrix``, ``stag_hunt_in_the_matrix``,
   ``chicken_in_the_matrix``): ``collect_cooperate`` / ``collect_defect`` (and the
   aliases ``collect_stag`` / ``collect_hare``, ``collect_dove`` / ``collect_hawk``)
@@ -44,6 +51,13 @@ Names understood by :func:`make_scripted` (``socialjax train ... --scripted NAME
   the other, then seek a player and interact (:func:`matrix_bot`; the goal of Melting
   Pot's ``Specialist`` puppeteer, ``meltingpot/utils/puppeteers/in_the_matrix.py``,
   whose bots are trained policies; ours are scripted).
+- Externality Mushrooms (``mushrooms``): ``collect_red`` walks to the nearest red
+  mushroom (it pays only the eater), ``collect_green`` to the nearest green one (it pays
+  everyone); both avoid stepping on other mushrooms and never zap (the goals
+  ``COLLECT_MUSHROOM_FIZE`` / ``COLLECT_MUSHROOM_HIHE`` of Melting Pot's
+  ``externality_mushrooms__dense__puppet_fize_0`` / ``__puppet_hihe_0`` bots, trained
+  policies steered by a ``FixedGoal`` puppeteer; ours are scripted:
+  :func:`socialjax.envs.mushrooms.mushroom_bot`).
 
 A game lists bots of its own in a ``scripted_bots`` attribute (their names) and builds
 each with its ``scripted_bot(name)`` (the act function); :func:`make_scripted` and

@@ -74,6 +74,16 @@ _ENVS = {
         "Melting Pot Cooperative Mining, 6 players: iron pays one miner 1, gold pays two miners 8 each",
         {},
     ),
+    "gift_refinements": (
+        "socialjax.envs.gift_refinements:GiftRefinements",
+        "Melting Pot Gift Refinements, 6 players: a gifted token arrives as 5 of the next refinement level",
+        {},
+    ),
+    "mushrooms": (
+        "socialjax.envs.mushrooms:Mushrooms",
+        "Melting Pot Externality Mushrooms (dense), 5 players: red pays the eater, green all, blue the others",
+        {},
+    ),
     "coins": (
         "socialjax.envs.coins:Coins",
         "Melting Pot Coins, 2 players: any coin pays 1, the other's colour costs its owner 2; variant='lola'",

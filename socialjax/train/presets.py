@@ -154,6 +154,17 @@ PRESETS: dict[str, Preset] = {
             seeds=SMALL_SEEDS,
         ),
         _population(
+            # tokens 25x as common as in Melting Pot (regrowRate 0.0002: about 32 tokens appear per
+            # 300 steps on the whole map), so that a small run sees rewards to learn from
+            "gift_refinements-ippo-small",
+            "IPPO (one CNN learner per seat) in Melting Pot Gift Refinements, 3 players, 300-step episodes, "
+            "tokens 25x as common",
+            "gift_refinements",
+            dict(num_agents=3, episode="fixed", episode_length=300, regrow_rate=0.005),
+            dict(num_envs=8, rollout_len=100, num_updates=60, **SMALL_IPPO),
+            seeds=SMALL_SEEDS,
+        ),
+        _population(
             # Melting Pot's __repeated variant (2 players, 5x5 view); 500-step episodes instead of the
             # stochastic ending (at least 1000 steps). Rewards are sparse (random players meet about once
             # per 1000 steps each): 40 updates show no learning, 1200 (about 2.5 min on 2 CPU cores) do
@@ -195,6 +206,17 @@ PRESETS: dict[str, Preset] = {
             "coins",
             dict(width=10, height=10, episode="fixed", episode_length=300, regrow_rate=0.005),
             dict(num_envs=8, rollout_len=100, num_updates=100, **SMALL_IPPO),
+            seeds=SMALL_SEEDS,
+        ),
+        _population(
+            # Melting Pot's numbers; 200-step episodes, since the 10 starting mushrooms perish
+            # within 75-200 steps and new ones grow only from eaten ones
+            "mushrooms-ippo-small",
+            "IPPO (one CNN learner per seat) in Melting Pot Externality Mushrooms (dense), 3 players, "
+            "200-step episodes",
+            "mushrooms",
+            dict(num_agents=3, episode="fixed", episode_length=200),
+            dict(num_envs=8, rollout_len=100, num_updates=60, **SMALL_IPPO),
             seeds=SMALL_SEEDS,
         ),
         _population(
