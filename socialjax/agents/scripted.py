@@ -193,6 +193,22 @@ def make_scripted(name: str, env) -> Scripted:
     raise ValueError(f"unknown scripted member {name!r} for {env!r}; available: {scripted_names(env)}")
 
 
+def _action_finder(env) -> Callable[..., int]:
+    """``action_of(move, turn=0, beam=NO_BEAM)``: the first index of ``env``'s action
+    table with that (relative move, turn, beam); an error naming the env if none."""
+    from socialjax.envs.grid import constants as C
+
+    table = np.asarray(env.action_table)
+
+    def action_of(move: int, turn: int = 0, beam: int = C.NO_BEAM) -> int:
+        hits = np.flatnonzero((table[:, 0] == move) & (table[:, 1] == turn) & (table[:, 2] == beam))
+        if hits.size == 0:
+            raise ValueError(f"{env!r} has no action for move={move}, turn={turn}, beam={beam}")
+        return int(hits[0])
+
+    return action_of
+
+
 def _grid_bot(env, name: str) -> Callable:
     """The act function of a greedy gridworld bot (see the module docstring).
 
@@ -205,14 +221,9 @@ def _grid_bot(env, name: str) -> Callable:
     """
     from socialjax.envs.grid import constants as C
 
-    table = np.asarray(env.action_table)
     ahead, _, side = env.view
 
-    def action_of(move: int, turn: int = 0, beam: int = C.NO_BEAM) -> int:
-        hits = np.flatnonzero((table[:, 0] == move) & (table[:, 1] == turn) & (table[:, 2] == beam))
-        if hits.size == 0:
-            raise ValueError(f"{env!r} has no action for move={move}, turn={turn}, beam={beam}")
-        return int(hits[0])
+    action_of = _action_finder(env)
 
     forward, backward = action_of(C.FORWARD), action_of(C.BACKWARD)
     left, right = action_of(C.LEFT), action_of(C.RIGHT)
@@ -265,14 +276,9 @@ def beam_bot(env, targets: tuple[int, ...], explore: float = 0.1, prefer: int = 
     """
     from socialjax.envs.grid import constants as C
 
-    table = np.asarray(env.action_table)
     ahead, _, side = env.view
 
-    def action_of(move: int, turn: int = 0, beam: int = C.NO_BEAM) -> int:
-        hits = np.flatnonzero((table[:, 0] == move) & (table[:, 1] == turn) & (table[:, 2] == beam))
-        if hits.size == 0:
-            raise ValueError(f"{env!r} has no action for move={move}, turn={turn}, beam={beam}")
-        return int(hits[0])
+    action_of = _action_finder(env)
 
     forward, backward = action_of(C.FORWARD), action_of(C.BACKWARD)
     left, right = action_of(C.LEFT), action_of(C.RIGHT)
@@ -326,11 +332,9 @@ def matrix_bot(env, target: int, margin: int = 1, explore: float = 0.1) -> Calla
     from socialjax.envs.grid import constants as C
     from socialjax.envs.in_the_matrix import INTERACT, RESOURCE_1
 
-    table = np.asarray(env.action_table)
     ahead, _, side = env.view
 
-    def action_of(move: int, turn: int = 0) -> int:
-        return int(np.flatnonzero((table[:, 0] == move) & (table[:, 1] == turn) & (table[:, 2] == C.NO_BEAM))[0])
+    action_of = _action_finder(env)
 
     forward, backward = action_of(C.FORWARD), action_of(C.BACKWARD)
     left, right = action_of(C.LEFT), action_of(C.RIGHT)
