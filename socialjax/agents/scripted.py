@@ -260,12 +260,17 @@ def _grid_bot(env, name: str) -> Callable:
     return act
 
 
-def beam_bot(env, targets: tuple[int, ...], explore: float = 0.1, prefer: int = 6) -> Callable:
+def beam_bot(env, targets, explore: float = 0.1, prefer: int = 6, fire: int | None = None,
+             reach: int | None = None) -> Callable:
     """The act function of a bot that fires its zap-slot beam (coop_mining: the mining
     beam, one ray ``env.zap_rays.length`` cells straight ahead) at the nearest cell in
     view whose code is in ``targets`` (a code earlier in ``targets`` counts as ``prefer``
     cells nearer than a later one: the gold miner goes to gold another player has
-    started before raw gold).
+    started before raw gold). ``targets`` may instead be a function of the flattened
+    code window ``(B, V * W) int32 -> (B, V * W) bool`` marking the target cells (a bot
+    that reads its own index from the window, as Territory's do). ``fire`` (an action
+    index; default the zap-slot beam) is taken when the target is straight ahead within
+    ``reach`` cells (default the zap beam's length).
 
     In the egocentric window the bot stands on row ``ahead``, column ``side``, facing
     up. Target ahead in its own column within reach: fire; farther ahead: forward; ahead
@@ -283,21 +288,27 @@ def beam_bot(env, targets: tuple[int, ...], explore: float = 0.1, prefer: int = 
     forward, backward = action_of(C.FORWARD), action_of(C.BACKWARD)
     left, right = action_of(C.LEFT), action_of(C.RIGHT)
     turn_left, turn_right = action_of(C.NO_MOVE, -1), action_of(C.NO_MOVE, 1)
-    fire = action_of(C.NO_MOVE, 0, C.ZAP)
-    reach = int(env.zap_rays.length)
+    fire = action_of(C.NO_MOVE, 0, C.ZAP) if fire is None else int(fire)
+    reach = int(env.zap_rays.length) if reach is None else int(reach)
     wander = jnp.asarray([forward, forward, turn_left, turn_right], jnp.int32)
     V, W = env.offsets.shape[1:3]
     dr = (jnp.arange(V)[:, None] - ahead + 0 * jnp.arange(W)[None, :]).reshape(-1)  # < 0: ahead
     dc = (jnp.arange(W)[None, :] - side + 0 * jnp.arange(V)[:, None]).reshape(-1)  # > 0: to the right
     dist = jnp.abs(dr) + jnp.abs(dc)
-    codes = jnp.asarray(targets)
-    handicap = prefer * jnp.arange(len(targets))
+    if callable(targets):
+        def scored(grid):
+            return targets(grid), dist[None, :]
+    else:
+        codes = jnp.asarray(targets)
+        handicap = prefer * jnp.arange(len(targets))
+
+        def scored(grid):
+            match = grid[..., None] == codes  # (B, V * W, K)
+            return jnp.any(match, axis=-1), dist[None, :] + jnp.sum(jnp.where(match, handicap, 0), axis=-1)
 
     def act(key, slot, obs):
         grid = obs["grid"].reshape(obs["grid"].shape[0], -1).astype(jnp.int32)  # (B, V * W)
-        match = grid[..., None] == codes  # (B, V * W, K)
-        found = jnp.any(match, axis=-1)
-        score = dist[None, :] + jnp.sum(jnp.where(match, handicap, 0), axis=-1)
+        found, score = scored(grid)
         best = jnp.argmin(jnp.where(found, score, jnp.iinfo(jnp.int32).max), axis=1)
         r, c = dr[best], dc[best]
         move = jnp.where(

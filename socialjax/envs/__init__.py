@@ -89,6 +89,18 @@ _ENVS = {
         "Melting Pot Coins, 2 players: any coin pays 1, the other's colour costs its owner 2; variant='lola'",
         {},
     ),
+    "territory_open": (
+        "socialjax.envs.territory:Territory",
+        "Melting Pot Territory (open), 9 players: paint resource walls to claim them, held walls pay; "
+        "zaps destroy walls and remove players for good",
+        {"map": "open"},
+    ),
+    "territory_rooms": (
+        "socialjax.envs.territory:Territory",
+        "Melting Pot Territory (rooms), 9 players, one room each on a torus; claiming through a shared "
+        "wall invades a neighbour",
+        {"map": "rooms"},
+    ),
     "prisoners_dilemma_in_the_matrix": (
         "socialjax.envs.in_the_matrix:InTheMatrix",
         "Melting Pot Prisoner's Dilemma in the Matrix: collect C/D resources, interact by beam; "

@@ -82,9 +82,11 @@ Rules, each with its source:
   two hits in one step on a level-1 player do both. Melting Pot removes it one frame
   after the hit (``removeAfterDelay(1)``) and respawns it ``framesTillRespawn`` frames
   later: the engine's removal with ``respawn_delay`` 51 (the only difference: the
-  engine takes it off the map in the observation of the hit step already). A level-2
-  player not hit for ``recovery`` (50) steps while on the map returns to level 1
-  (:func:`sanction`). The level is not observed (Melting Pot shows it as an overlay
+  engine takes it off the map in the observation of the hit step already). A player
+  hit at step ``t`` is back at level 1 from step ``t + recovery`` on (``recovery`` 50):
+  ``resetToInitialLevel`` counts the frames on the map from the hit frame, the hit
+  frame included, and a new hit starts the count again (:func:`socialjax.envs.grid.engine.sanction`,
+  :func:`~socialjax.envs.grid.engine.recover`). The level is not observed (Melting Pot shows it as an overlay
   sprite; the code observation has no layer for it). Zapping pays nothing
   (``sourceReward``, ``targetReward``, ``rewardForZapping``, ``penaltyForBeingZapped``
   0).
@@ -317,19 +319,6 @@ def zap_mushrooms(cells, age, ray_cells, reached):
     return cells, age, destroyed
 
 
-def sanction(hit_count, level, removed_before, params):
-    """Graduated sanctions of one step. ``hit_count (N,)`` hits taken this step,
-    ``level (N,)`` 1 or 2, ``removed_before (N,)`` the removal timer before the step.
-    Returns ``(freeze (N,) bool, remove (N,) bool, level (N,))``: a first hit at level 1
-    freezes (level 2); a hit at level 2, or a second hit in the step, removes (level 1)."""
-    on_map = removed_before == 0
-    hit = (hit_count > 0) & on_map
-    remove = hit & ((level == 2) | (hit_count >= 2))
-    freeze = hit & ~remove
-    level = jnp.where(remove, 1, jnp.where(freeze, 2, level))
-    return freeze, remove, level
-
-
 class Mushrooms(GridEnv):
     """Externality Mushrooms (Melting Pot 2.0 ``externality_mushrooms__dense``). Static
     options: ``map`` ("dense"), ``num_agents`` (5), ``episode`` ("meltingpot" | "fixed"),
@@ -379,7 +368,7 @@ class Mushrooms(GridEnv):
         return state.replace(cells=cells, age=age, frozen=frozen, kind_eaten=kind), (kind >= 0).astype(jnp.int32)
 
     def on_zap_hits(self, hits, state, params):
-        freeze, remove, level = sanction(hits.sum(0), state.level, state.removed, params)
+        freeze, remove, level = E.sanction(hits.sum(0), state.level, state.removed == 0)
         removed = jnp.where(remove, params.respawn_delay, state.removed)
         frozen = jnp.where(freeze, params.zap_freeze - 1, jnp.where(remove, 0, state.frozen))
         since = jnp.where(freeze | remove, 0, state.since_hit)
@@ -414,13 +403,12 @@ class Mushrooms(GridEnv):
         ray_cells, reached = E.trace_beams(self.zap_rays, new.pos, new.heading, firing, jnp.asarray(self.walls),
                                            agents)
         cells, age, destroyed = zap_mushrooms(cells, age, ray_cells, reached)
-        # sanction level recovery (on the map, not hit this step)
+        # sanction level recovery (on the map)
         on_map = new.removed == 0
-        since = jnp.where((new.level == 2) & on_map & (info["times_zapped"] == 0), new.since_hit + 1, new.since_hit)
-        recovered = (new.level == 2) & (since >= params.recovery)
+        level, since = E.recover(new.level, new.since_hit, on_map, params.recovery)
         new = new.replace(
             cells=cells, age=age, frozen=jnp.where(on_map, new.frozen, 0), zap_cooldown=zap_cd,
-            level=jnp.where(recovered, 1, new.level), since_hit=jnp.where(recovered, 0, since),
+            level=level, since_hit=since,
         )
         ate = new.kind_eaten[:, None] == jnp.arange(4)[None, :]
         events = {f"{k}_eaten": ate[:, j].astype(jnp.int32) for j, k in enumerate(KIND_NAMES)}

@@ -220,6 +220,25 @@ PRESETS: dict[str, Preset] = {
             seeds=SMALL_SEEDS,
         ),
         _population(
+            # Melting Pot's numbers; 3 players in 3 of the 9 rooms, 300-step episodes instead of the
+            # stochastic ending (at least 1000 steps). A wall pays 1 with probability 0.01 per step
+            # once held 25 steps, so the reward is noisy: 60 updates showed little, 200 do
+            "territory_rooms-ippo-small",
+            "IPPO (one CNN learner per seat) in Melting Pot Territory (rooms), 3 players, 300-step episodes",
+            "territory_rooms",
+            dict(num_agents=3, episode="fixed", episode_length=300),
+            dict(num_envs=8, rollout_len=100, num_updates=200, **SMALL_IPPO),
+            seeds=SMALL_SEEDS,
+        ),
+        _population(
+            "territory_open-ippo-small",
+            "IPPO (one CNN learner per seat) in Melting Pot Territory (open), 3 players, 300-step episodes",
+            "territory_open",
+            dict(num_agents=3, episode="fixed", episode_length=300),
+            dict(num_envs=8, rollout_len=100, num_updates=200, **SMALL_IPPO),
+            seeds=SMALL_SEEDS,
+        ),
+        _population(
             # the SSD map, not Melting Pot's: there random play grows no apple in the first 1000 steps
             # (docs/gridworlds.md), so a small run gets no reward to learn from
             "cleanup-ippo-small",

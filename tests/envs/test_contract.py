@@ -38,6 +38,8 @@ ENV_OPTIONS = {
     "coins": {"width": 6, "height": 6, "episode": "fixed", "episode_length": 25},
     "mushrooms": {"num_agents": 3, "episode": "fixed", "episode_length": 25},
     "gift_refinements": {"num_agents": 3, "episode": "fixed", "episode_length": 25},
+    "territory_open": {"num_agents": 3, "episode": "fixed", "episode_length": 25},
+    "territory_rooms": {"num_agents": 3, "episode": "fixed", "episode_length": 25},
     "partner_punishment": {"num_rounds": 2, "third_party_punishment": True},  # 1 + 5 games x 2 rounds x 2 steps
     "commons": {"num_agents": 3, "episode_length": 12, "monitoring": True, "sanctions": "pot", "quota_vote": True},
     "commons_govsim": {},  # 12 rounds (fewer if it collapses)

@@ -114,6 +114,7 @@ class GridEnv(Environment):
         obs_mode: str = "codes",
         first_spawn: tuple[str, ...] = (),
         spawn_role: str = "spawn",
+        torus: bool = False,
     ):
         super().__init__(num_agents)
         if num_agents > MAX_AGENTS:
@@ -144,6 +145,8 @@ class GridEnv(Environment):
         self.episode_length = episode_length
         self.max_steps = max_steps if episode == "meltingpot" else episode_length
         self.obs_mode = obs_mode
+        #: Melting Pot's ``topology = "TORUS"``: moves, beams and views wrap around the edges
+        self.torus = bool(torus)
         self.noop_action = 0
         # spawn points: respawns use `spawn_role`; the first spawn of agent i uses
         # first_spawn[i] when given (e.g. Harvest's inside spawn points for agents 0, 1)
@@ -251,6 +254,8 @@ class GridEnv(Environment):
         # 1. turns and moves
         heading = E.apply_turns(state.heading, turn, present)
         target, wants = E.move_targets(state.pos, heading, rel_move)
+        if self.torus:
+            target = E.wrap(target, self.map.shape)
         pos, moved = E.resolve_moves(k_move, state.pos, target, wants, self.walkable(state.cells), present)
         # 2. eating
         new, eaten = self.eat(state.replace(pos=pos, heading=heading), moved, params)
@@ -259,7 +264,8 @@ class GridEnv(Environment):
         agents = E.agent_grid(self.map.shape, pos, present)
         zapping = (beam == C.ZAP) & (state.zap_cooldown == 0)
         zap_cd = jnp.maximum(state.zap_cooldown - 1, 0)
-        zap_cells, zap_reached = E.trace_beams(self.zap_rays, pos, heading, zapping, jnp.asarray(self.walls), agents)
+        zap_cells, zap_reached = E.trace_beams(self.zap_rays, pos, heading, zapping, jnp.asarray(self.walls), agents,
+                                               self.torus)
         hits = E.beam_hits(zap_cells, zap_reached, agents)
         zap_cd = jnp.where(zapping, params.zap_cooldown, zap_cd)
         new = self.on_zap_hits(hits, new, params)
@@ -272,7 +278,7 @@ class GridEnv(Environment):
             cleaning = (beam == C.CLEAN) & (state.clean_cooldown == 0)
             clean_cells, clean_reached = E.trace_beams(
                 self.clean_rays, pos, heading, cleaning, jnp.asarray(self.walls),
-                agents if self.clean_stops_at_agents else None,
+                agents if self.clean_stops_at_agents else None, self.torus,
             )
             first_dirt = E.first_matching(clean_cells, clean_reached, cells, C.DIRT)
             cleaned = first_dirt.sum((1, 2)).astype(jnp.int32)
@@ -320,11 +326,11 @@ class GridEnv(Environment):
     def get_obs(self, state: GridState, params) -> dict:
         present = state.removed == 0
         world = E.world_codes(state.cells, state.pos, state.heading, present)
-        view = E.egocentric_views(world, state.pos, state.heading, present, self.offsets)
+        view = E.egocentric_views(world, state.pos, state.heading, present, self.offsets, self.torus)
         ready = (state.zap_cooldown == 0) & present
         out = {"ready_to_zap": ready.astype(jnp.uint8)}
         if self.obs_mode == "rgb":
-            under = E.egocentric_views(state.cells, state.pos, state.heading, present, self.offsets)
+            under = E.egocentric_views(state.cells, state.pos, state.heading, present, self.offsets, self.torus)
             out["rgb"] = R.codes_to_rgb(view, self.atlas, under, self.alpha)
         else:
             out["grid"] = view

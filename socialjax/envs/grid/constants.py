@@ -37,7 +37,7 @@ DIRECTIONS = np.array([[-1, 0], [0, 1], [1, 0], [0, -1]], np.int32)
 
 # -- relative moves -----------------------------------------------------------------
 NO_MOVE, FORWARD, RIGHT, BACKWARD, LEFT = -1, 0, 1, 2, 3  # FORWARD..LEFT add to heading
-NO_BEAM, ZAP, CLEAN = 0, 1, 2
+NO_BEAM, ZAP, CLEAN, CLAIM = 0, 1, 2, 3  # CLAIM: Territory's claim beam (fired by the game itself)
 
 # Melting Pot action set (ACTION_SET of meltingpot/configs/substrates/clean_up.py):
 # 0 no-op, 1 forward, 2 backward, 3 step left, 4 step right, 5 turn left, 6 turn right,

@@ -101,6 +101,12 @@ def random_order(key: jax.Array, n: int, k: int | None = None) -> jax.Array:
     return jax.lax.top_k(jax.random.uniform(key, (n,)), n if k is None else k)[1]
 
 
+def wrap(cells: jax.Array, shape: tuple[int, int]) -> jax.Array:
+    """``cells (..., 2)`` taken modulo the map ``shape``: on a torus (Melting Pot's
+    ``topology = "TORUS"``) every offset lands on the map."""
+    return cells % jnp.asarray(shape, cells.dtype)
+
+
 def gather(grid: jax.Array, cells: jax.Array, fill) -> jax.Array:
     """``grid[cells]`` for ``cells (..., 2)``; cells off the map read ``fill``."""
     h, w = grid.shape
@@ -172,15 +178,20 @@ def trace_beams(
     firing: jax.Array,
     blocks_beam: jax.Array,
     agents: jax.Array | None,
+    torus: bool = False,
 ) -> tuple[jax.Array, jax.Array]:
     """Cells each firing agent's beam reaches.
 
     A ray stops at the first cell that ``blocks_beam`` (that cell is not reached) and,
-    when ``agents`` (the :func:`agent_grid`) is given, at the first agent it meets (that
-    cell is reached: the agent is hit). Returns ``cells (N, R, L, 2)`` and
+    when ``agents`` (the :func:`agent_grid`, or any ``(H, W)`` grid that is ``>= 0``
+    where something stops a beam and is hit by it) is given, at the first agent it
+    meets (that cell is reached: the agent is hit). With ``torus`` the rays wrap around
+    the map edges. Returns ``cells (N, R, L, 2)`` (on the map when ``torus``) and
     ``reached (N, R, L) bool`` (all False for agents not firing).
     """
     cells = pos[:, None, None, :] + jnp.asarray(rays.offsets)[heading]
+    if torus:
+        cells = wrap(cells, blocks_beam.shape)
     wall = gather(blocks_beam, cells, True) | ~jnp.asarray(rays.valid)
     reached = jnp.cumprod(~wall, axis=-1).astype(bool)
     if agents is not None:
@@ -232,13 +243,16 @@ def world_codes(cells: jax.Array, pos: jax.Array, heading: jax.Array, present: j
 
 
 def egocentric_views(
-    world: jax.Array, pos: jax.Array, heading: jax.Array, present: jax.Array, offsets: np.ndarray
+    world: jax.Array, pos: jax.Array, heading: jax.Array, present: jax.Array, offsets: np.ndarray,
+    torus: bool = False,
 ) -> jax.Array:
     """``(N, Vh, Vw) uint8`` windows cut from ``world`` (see :func:`world_codes`),
     rotated to each agent's heading. Other agents' headings become relative to the
-    viewer's. Off-map cells read ``OUTSIDE``; a removed agent sees ``OUTSIDE``
-    everywhere."""
+    viewer's. Off-map cells read ``OUTSIDE`` (with ``torus`` there are none: the window
+    wraps around the edges); a removed agent sees ``OUTSIDE`` everywhere."""
     cells = pos[:, None, None, :] + jnp.asarray(offsets)[heading]
+    if torus:
+        cells = wrap(cells, world.shape)
     view = gather(world, cells, C.OUTSIDE).astype(jnp.int32)
     is_agent = view >= C.AGENT_BASE
     rel = (view - C.AGENT_BASE - heading[:, None, None]) % 4
@@ -277,3 +291,35 @@ def count_neighbours_at(mask: jax.Array, offsets: np.ndarray, points: np.ndarray
     given offsets are True (off-map: False). One gather of ``K x len(offsets)`` cells."""
     cells = jnp.asarray(points[:, None, :] + offsets[None, :, :])
     return jnp.sum(gather(mask, cells, False), axis=1, dtype=jnp.int32)
+
+
+# ------------------------------------------------------------------- graduated sanctions
+def sanction(hit_count: jax.Array, level: jax.Array, on_map: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """One step of Melting Pot's ``GraduatedSanctionsMarking`` with the two-level
+    ``hitLogic`` (level 1: freeze; level 2: remove), as Externality Mushrooms and
+    Territory configure it (``meltingpot/lua/modules/avatar_library.lua``).
+
+    ``hit_count (N,)`` zap hits taken this step, ``level (N,)`` 1 or 2 before it,
+    ``on_map (N,) bool`` players on the map at the start of the step (only they can be
+    hit). The hits of one step are handled one after another, each at the level the
+    previous one left: a first hit at level 1 freezes the player and marks it (level
+    2); a hit at level 2 removes it and takes it back to level 1. So a player is removed
+    when hit at level 2, or twice in one step at level 1. Returns ``(freeze (N,) bool,
+    remove (N,) bool, level (N,))``."""
+    hit = (hit_count > 0) & on_map
+    remove = hit & ((level == 2) | (hit_count >= 2))
+    freeze = hit & ~remove
+    level = jnp.where(remove, 1, jnp.where(freeze, 2, level))
+    return freeze, remove, level
+
+
+def recover(level: jax.Array, since_hit: jax.Array, on_map: jax.Array, recovery) -> tuple[jax.Array, jax.Array]:
+    """End of a step: a marked player (level 2) on the map counts the step (the hit step
+    included: ``since_hit`` is 0 after a hit and this makes it 1), and once it has
+    counted ``recovery`` steps it is back at level 1 (``resetToInitialLevel``,
+    ``recoveryTime``). A player hit at step ``t`` is at level 2 for the zaps of steps
+    ``t + 1 .. t + recovery - 1`` and at level 1 from step ``t + recovery`` on.
+    Returns ``(level, since_hit)``."""
+    since = jnp.where((level == 2) & on_map, since_hit + 1, since_hit)
+    recovered = (level == 2) & (since >= recovery)
+    return jnp.where(recovered, 1, level), jnp.where(recovered, 0, since)
