@@ -179,6 +179,8 @@ def test_check_env_names_the_broken_rule(bug, match):
 def test_check_env_options():
     with pytest.raises(AssertionError, match="num_envs >= 2"):
         testing.check_env(ToyEnv(), num_envs=1)
+    # alone=False skips the run alone, the only check the trace-time randomness breaks
+    testing.check_env(ToyEnv("trace_time_rng"), num_steps=7, alone=False)
 
 
 # --------------------------------------------------------------------------- retrace guard

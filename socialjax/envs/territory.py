@@ -12,15 +12,16 @@ can be zapped out of the game for good.
 
 Rules, each with its source:
 
-- **Maps and players.** ``map="open"``: the config's 22 x 39 ``ASCII_MAP``, bounded
-  (``topology`` ``BOUNDED``), 9 players spawning together on 22 spawn points (``P``),
-  far from the 132 resource walls (``R``). ``map="rooms"``: 21 x 21, a 3 x 3 block of
-  rooms, each a 5 x 5 floor ringed by resource walls with plain wall corners and one
-  spawn point in its centre (9 in all), on a torus (``topology`` ``TORUS``: moves,
-  beams and views wrap, so every room has four neighbours across a double wall); 216
-  resource walls. 9 players (``default_player_roles``); static ``num_agents`` (1 to the
-  number of spawn points, at most :data:`MAX_PLAYERS`, which the cell codes bound).
-  ``F``, ``|``, ``=``, ``T``, ``J``, ``L`` are walls (they carry only highlight sprites).
+- **Maps and players.** ``map="open"``: the config's 23 x 39 ``ASCII_MAP``, bounded
+  (``topology`` ``BOUNDED``), with 88 resource walls (``R``) in its top and left parts
+  and 18 spawn points (``P``) in the open bottom rows, at some distance from the walls. ``map="rooms"``:
+  21 x 21, a 3 x 3 block of rooms, each a 5 x 5 floor ringed by 20 resource walls with
+  plain-wall corners and one spawn point in its centre (180 walls, 9 spawn points), on
+  a torus (``topology`` ``TORUS``: moves, beams and views wrap, so every room has four
+  neighbours across a double wall). 9 players (``default_player_roles``); static
+  ``num_agents`` (1 to the number of spawn points, at most :data:`MAX_PLAYERS`, which
+  the cell codes bound). ``F``, ``|``, ``=``, ``T``, ``J``, ``L`` are walls (they carry
+  only highlight sprites).
 - **Actions** (``ACTION_SET``): 0 no-op, 1 forward, 2 backward, 3 step left, 4 step
   right, 5 turn left, 6 turn right, 7 fire zap, 8 fire claim.
 - **Resource walls** (``Resource``, ``upperPhysical``): block movement and zaps; each
@@ -256,7 +257,7 @@ class TerritoryParams(GridParams):
     respawn_delay: int = param(RESPAWN_DELAY, 1, None, doc="steps a removed player stays off (1e6: for good)")
     resource_health: int = param(RESOURCE_HEALTH, 1, None, doc="zap hits that destroy a resource wall")
     resource_reward: float = param(RESOURCE_REWARD, doc="reward of one payment of a held wall")
-    reward_rate: float = param(REWARD_RATE, 0.0, 1.0, doc="probability per step that a dry-able wall pays")
+    reward_rate: float = param(REWARD_RATE, 0.0, 1.0, doc="per step: P(a wall held reward_delay steps pays)")
     reward_delay: int = param(REWARD_DELAY, 0, None, doc="steps a wall must be held before it can pay")
     release_delay: int = param(RELEASE_DELAY, 0, None, doc="a removed player's wall is released once held this long")
     repair_delay: int = param(REPAIR_DELAY, 0, None, doc="steps unzapped before a damaged wall may heal")
