@@ -81,3 +81,18 @@ def reseal(folder, kind: str | None = None) -> None:
         kind = json.loads(manifest.read_text())["kind"]
     manifest.unlink(missing_ok=True)
     store.seal(folder, kind)
+
+
+def play(step, state, schedule, params):
+    """Step a grid game through ``schedule`` (a list of per-step action tuples) with the
+    jitted ``step``, the key of step ``t`` being ``key(100 + t)``. Returns the states, the
+    rewards (numpy) and the infos (on the host), one per step."""
+    import jax.numpy as jnp
+
+    states, rewards, infos = [], [], []
+    for t, actions in enumerate(schedule):
+        _, state, reward, _, info = step(jax.random.key(100 + t), state, jnp.asarray(actions, jnp.int32), params)
+        states.append(state)
+        rewards.append(np.asarray(reward))
+        infos.append(jax.device_get(info))
+    return states, rewards, infos

@@ -23,6 +23,8 @@ from socialjax.envs.coop_mining import (
 )
 from socialjax.envs.grid import constants as C
 
+from support import play
+
 N, E_, S, W = C.NORTH, C.EAST, C.SOUTH, C.WEST
 NOOP, FORWARD, MINE = 0, 1, 7
 KEY = jax.random.key(0)
@@ -54,17 +56,6 @@ def place(env, pos, heading, ores=()):
     for (r, c), code in ores:
         cells = cells.at[r, c].set(code)
     return state.replace(pos=jnp.asarray(pos, jnp.int32), heading=jnp.asarray(heading, jnp.int32), cells=cells)
-
-
-def play(step, state, schedule, params):
-    """Run ``schedule`` (a list of per-step action tuples); returns the states, rewards, infos."""
-    states, rewards, infos = [], [], []
-    for t, actions in enumerate(schedule):
-        _, state, reward, _, info = step(jax.random.key(100 + t), state, jnp.asarray(actions, jnp.int32), params)
-        states.append(state)
-        rewards.append(np.asarray(reward))
-        infos.append(info)
-    return states, rewards, infos
 
 
 # ------------------------------------------------------------------------- the config

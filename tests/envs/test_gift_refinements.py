@@ -28,6 +28,8 @@ from socialjax.envs.gift_refinements import (
 )
 from socialjax.envs.grid import constants as C
 
+from support import play
+
 N, E_, S, W = C.NORTH, C.EAST, C.SOUTH, C.WEST
 NOOP, FORWARD = 0, 1
 KEY = jax.random.key(0)
@@ -65,17 +67,6 @@ def place(env, pos, heading, inventory=None, tokens=()):
     inv = jnp.zeros((env.num_agents, 3), jnp.int32) if inventory is None else jnp.asarray(inventory, jnp.int32)
     return state.replace(pos=jnp.asarray(pos, jnp.int32), heading=jnp.asarray(heading, jnp.int32), cells=cells,
                          inventory=inv)
-
-
-def play(step, state, schedule, params):
-    """Run ``schedule`` (a list of per-step action tuples); returns the states, rewards, infos."""
-    states, rewards, infos = [], [], []
-    for t, actions in enumerate(schedule):
-        _, state, reward, _, info = step(jax.random.key(100 + t), state, jnp.asarray(actions, jnp.int32), params)
-        states.append(state)
-        rewards.append(np.asarray(reward))
-        infos.append(jax.device_get(info))
-    return states, rewards, infos
 
 
 def inv(state):

@@ -29,6 +29,8 @@ from socialjax.envs.mushrooms import (
     release_spores,
 )
 
+from support import play
+
 N_, E_, S_, W_ = C.NORTH, C.EAST, C.SOUTH, C.WEST
 NOOP, FORWARD, TURN_LEFT, ZAP = 0, 1, 5, 7
 KEY = jax.random.key(0)
@@ -60,17 +62,6 @@ def place(env, pos=(P0, P1, P2), heading=(E_, N_, N_), mushrooms=()):
     for (r, c), code in mushrooms:
         cells = cells.at[r, c].set(code)
     return state.replace(pos=jnp.asarray(pos, jnp.int32), heading=jnp.asarray(heading, jnp.int32), cells=cells)
-
-
-def play(step, state, schedule, params):
-    """Run ``schedule`` (a list of per-step action tuples); returns the states, rewards, infos."""
-    states, rewards, infos = [], [], []
-    for t, actions in enumerate(schedule):
-        _, state, reward, _, info = step(jax.random.key(100 + t), state, jnp.asarray(actions, jnp.int32), params)
-        states.append(state)
-        rewards.append(np.asarray(reward))
-        infos.append(jax.device_get(info))
-    return states, rewards, infos
 
 
 # ------------------------------------------------------------------------- the config

@@ -26,6 +26,8 @@ from socialjax.envs.territory import (
     wall_codes,
 )
 
+from support import play
+
 N, E_, S, W = C.NORTH, C.EAST, C.SOUTH, C.WEST
 NOOP, FORWARD, ZAP, CLAIM = 0, 1, 7, 8
 KEY = jax.random.key(0)
@@ -59,17 +61,6 @@ def place(env, pos, heading, destroyed=()):
         k = int(env.resource_index[r, c])
         state = state.replace(health=state.health.at[k].set(0), cells=state.cells.at[r, c].set(C.FLOOR))
     return state
-
-
-def play(step, state, schedule, params):
-    """Run ``schedule`` (a list of per-step action tuples); returns the states, rewards, infos."""
-    states, rewards, infos = [], [], []
-    for t, actions in enumerate(schedule):
-        _, state, reward, _, info = step(jax.random.key(100 + t), state, jnp.asarray(actions, jnp.int32), params)
-        states.append(state)
-        rewards.append(np.asarray(reward))
-        infos.append(jax.device_get(info))
-    return states, rewards, infos
 
 
 def owner(env, state, cell):
