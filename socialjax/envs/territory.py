@@ -308,27 +308,29 @@ def fire_zaps(order, rays, pos, heading, shooting, walls, agents, resource_index
     health (K,), zapped (K,) bool: hit this step, walls_zapped (N,), walls_destroyed (N,))``."""
     n = pos.shape[0]
     k = health.shape[0]
-    live = jnp.zeros(k + 1, bool).at[:k].set(health > 0)  # index k: "no wall"
+    h = walls.shape[0]
+    is_wall = resource_index >= 0
+    live = is_wall & (health[jnp.maximum(resource_index, 0)] > 0)
+    stoppers = jnp.where(agents >= 0, agents, jnp.where(live, n, -1))  # an agent, n for a live wall, -1
     hits = jnp.zeros((n, n), jnp.int32)
     zapped = jnp.zeros(k, bool)
     walls_zapped = jnp.zeros(n, jnp.int32)
     destroyed_by = jnp.zeros(n, jnp.int32)
     for step in range(n):  # n is static and small: unrolled
         i = order[step]
-        stoppers = jnp.where(agents >= 0, agents, jnp.where(live[jnp.where(resource_index >= 0, resource_index, k)],
-                                                            n, -1))
         cells, reached = E.trace_beams(rays, pos[i][None], heading[i][None], shooting[i][None], walls, stoppers,
                                        torus)
-        cells, reached = cells[0], reached[0]  # (R, L, 2), (R, L)
-        on_cell = E.gather(stoppers, cells, -1)
-        target = jnp.where(reached, on_cell, -1)  # an agent index, n for a wall, -1
-        hits = hits.at[i].set(jnp.sum(target[..., None] == jnp.arange(n), axis=(0, 1)).astype(jnp.int32))
-        wall = jnp.where(reached & (target == n), E.gather(resource_index, cells, -1), k).reshape(-1)  # k: none
+        cells, reached = cells[0].reshape(-1, 2), reached[0].reshape(-1)  # (R L, 2), (R L,)
+        target = jnp.where(reached, E.gather(stoppers, cells, -1), -1)
+        hits = hits.at[i].set(jnp.sum(target[:, None] == jnp.arange(n), axis=0).astype(jnp.int32))
+        wall = jnp.where(target == n, E.gather(resource_index, cells, -1), k)  # k: none
         health = health - jnp.zeros(k + 1, jnp.int32).at[wall].add(1)[:k]
         hit_walls = jnp.zeros(k + 1, bool).at[wall].set(True)[:k]
         zapped = zapped | hit_walls
         gone = hit_walls & (health <= 0)
-        live = live.at[:k].set(live[:k] & ~gone)
+        # destroyed walls stop no later beam of the step
+        rows = jnp.where(jnp.append(gone, False)[wall], cells[:, 0], h)
+        stoppers = stoppers.at[rows, cells[:, 1]].set(-1, mode="drop")
         walls_zapped = walls_zapped.at[i].add(jnp.sum(hit_walls))
         destroyed_by = destroyed_by.at[i].add(jnp.sum(gone))
     return hits, jnp.maximum(health, 0), zapped, walls_zapped, destroyed_by
