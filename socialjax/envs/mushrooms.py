@@ -85,9 +85,10 @@ Rules, each with its source:
   engine takes it off the map in the observation of the hit step already). A player
   hit at step ``t`` is back at level 1 from step ``t + recovery`` on (``recovery`` 50):
   ``resetToInitialLevel`` counts the frames on the map from the hit frame, the hit
-  frame included, and a new hit starts the count again (:func:`socialjax.envs.grid.engine.sanction`,
-  :func:`~socialjax.envs.grid.engine.recover`). The level is not observed (Melting Pot shows it as an overlay
-  sprite; the code observation has no layer for it). Zapping pays nothing
+  frame included, and a new hit starts the count again
+  (:func:`socialjax.envs.grid.engine.sanction`, :func:`~socialjax.envs.grid.engine.recover`).
+  The level is not observed (Melting Pot shows it as an overlay sprite; the code
+  observation has no layer for it). Zapping pays nothing
   (``sourceReward``, ``targetReward``, ``rewardForZapping``, ``penaltyForBeingZapped``
   0).
 - **Episode end**: ``StochasticIntervalEpisodeEnding`` (``minimumFramesPerEpisode``
