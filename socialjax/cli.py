@@ -16,13 +16,22 @@ game to a GIF / MP4, and ``--checkpoint DIR`` renders the trained population ins
 ``socialjax results DIR`` prints a saved run's summary (``--csv OUT``: a long table).
 ``socialjax bench --envs cleanup --batch-sizes 1,64`` measures env-steps/s and
 agent-steps/s under random actions on this machine (:mod:`socialjax.bench`).
+
+The commands that compile (train, evaluate, render, reproduce) keep compiled programs in
+JAX's persistent compilation cache (:mod:`socialjax.train.compilation`), so a rerun
+starts in seconds; ``--no-compile-cache`` (or ``SOCIALJAX_COMPILATION_CACHE=0``) turns it
+off. ``socialjax cache`` shows the cache folder and its size; ``--clear`` empties it.
+``socialjax bench`` never uses the cache: it measures compile time.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
+
+from socialjax.train.compilation import CACHE_VARIABLE, enable_cache
 
 
 def _floats(text: str) -> tuple[float, ...]:
@@ -161,6 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="pairing schedule (default: released, the authors' released code)")
     donor.add_argument("--punishment", action="store_true", default=None, help="allow costly punishment")
     train.set_defaults(subparser=train)
+    _cache_flag(train)
 
     evaluate = sub.add_parser(
         "evaluate", help="play a trained population from a checkpoint folder",
@@ -177,6 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
                           help="the member in each seat: learners 0..L-1, then the scripted members "
                                "(default: the training seating, or learner i mod L in seat i under random seating)")
     evaluate.set_defaults(subparser=evaluate)
+    _cache_flag(evaluate)
 
     render = sub.add_parser(
         "render", help="render a rollout of a grid game to a GIF or MP4",
@@ -204,6 +215,7 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument("--option", type=_option, action="append", default=[], metavar="KEY=VALUE",
                         help="environment option for sj.make, repeatable (e.g. --option num_agents=3)")
     render.set_defaults(subparser=render)  # errors print this command's usage
+    _cache_flag(render)
 
     results_cmd = sub.add_parser(
         "results", help="print the summary of a results folder, or write it as a long CSV table",
@@ -219,7 +231,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     from socialjax.reproduce.command import add_parser as add_reproduce
 
-    add_reproduce(sub, _positive_int)
+    _cache_flag(add_reproduce(sub, _positive_int))
+
+    cache = sub.add_parser(
+        "cache", help="show (or --clear) the compilation cache",
+        description="Show where compiled programs are cached (JAX's persistent compilation cache, which train, "
+                    "evaluate, render and reproduce use unless --no-compile-cache or "
+                    "SOCIALJAX_COMPILATION_CACHE=0), how many files it holds and their size; --clear deletes them.")
+    cache.add_argument("--clear", action="store_true", help="delete the cache folder and everything in it")
+    cache.set_defaults(subparser=cache)
 
     # parsed by socialjax.bench itself (main() hands it the arguments); listed here for --help
     sub.add_parser("bench", help="env-steps/s of environments under random actions (socialjax bench --help)",
@@ -238,6 +258,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
+    if args.command == "cache":
+        return _cache(args.subparser, args)
+    if getattr(args, "no_compile_cache", False):  # as the variable, so run() and child processes see it too
+        os.environ[CACHE_VARIABLE] = "0"
+    elif args.command in ("train", "evaluate", "render", "reproduce"):
+        enable_cache()
     if args.command == "envs":
         from socialjax.core.registry import describe_envs
 
@@ -519,6 +545,9 @@ def run_job(parser, args, job: dict, out_dir: str, *, chunk=None, memory=None, r
         except MemoryError as err:  # raised after compiling, before anything ran
             parser.exit(1, f"socialjax train {name}: {err}\n")
         except Interrupted as stop:
+            if not every:
+                parser.exit(130, f"\nstopped after update {stop.snapshot.updates_done} of {config.num_updates}; "
+                                 "nothing was saved (with --checkpoint-every K a stopped run can be resumed)\n")
             parser.exit(130, f"\nstopped after update {stop.snapshot.updates_done} of {config.num_updates}: the "
                              f"training state is saved in {out_dir}/resume; continue with: socialjax train --resume "
                              f"{out_dir}\n")
@@ -537,6 +566,34 @@ def run_job(parser, args, job: dict, out_dir: str, *, chunk=None, memory=None, r
             if not args.quiet:
                 print(text, flush=True)
     return result
+
+
+def _cache_flag(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--no-compile-cache", action="store_true",
+                         help="compile without JAX's persistent compilation cache (on by default, in "
+                              "~/.cache/socialjax/jax-cache: a rerun reads its compiled programs back; "
+                              f"{CACHE_VARIABLE}=0 does the same)")
+
+
+def _cache(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """``socialjax cache [--clear]``."""
+    from socialjax.train import compilation
+
+    folder = compilation.active_cache_dir() or compilation.chosen_cache_dir()
+    if folder is None:
+        print(f"no compilation cache: {CACHE_VARIABLE}={os.environ[CACHE_VARIABLE]!r} turns it off")
+        return 0
+    files, size = compilation.cache_contents(folder)
+    if not args.clear:
+        print(f"compilation cache: {folder}\n{files} file(s), {size / 2**20:.1f} MiB"
+              + ("" if files else " (empty: nothing compiled here yet)"))
+        return 0
+    try:
+        files, size = compilation.clear_cache(folder)
+    except (ValueError, OSError) as err:
+        parser.error(str(err))
+    print(f"cleared {folder}: {files} file(s), {size / 2**20:.1f} MiB")
+    return 0
 
 
 def _nothing():

@@ -1,8 +1,12 @@
-"""Progress output from inside compiled loops.
+"""Progress lines for long compiled loops.
 
-``jax.debug.callback`` inside a ``vmap`` fires once per batch element, so a progress
-line per loop step must wait until every run in the batch has reported that step.
-:class:`Progress` does that on the host: call :meth:`report` from traced code.
+:func:`socialjax.train.run` prints them between segments of the compiled loop, from the
+metrics each segment returns (:meth:`Progress.show`): a program with a host callback
+inside is never written to JAX's persistent compilation cache, so the training loop
+itself calls nothing on the host. A loop that must report from inside (one compiled
+call, e.g. the donor game's cultural evolution) calls :meth:`Progress.report` from
+traced code: ``jax.debug.callback`` inside a ``vmap`` fires once per batch element, so a
+line per loop step waits until every run in the batch has reported that step.
 """
 
 from __future__ import annotations
@@ -62,14 +66,21 @@ class Progress:
         if self._counts[step] >= self.num_runs:
             vals = {k: np.asarray(v) for k, v in self._pending.pop(step).items()}
             del self._counts[step]
-            if self.enabled and jax.process_index() == 0:
-                elapsed = time.perf_counter() - self._start
-                prefix = f"{self.label} " if self.label else ""
-                line = self.format_line(step, vals)
-                print(f"{prefix}[{step + 1}/{self.total_steps}] {line} ({elapsed:.1f}s)", file=self.stream, flush=True)
+            self.show(step, vals)
+
+    def show(self, step: int, values: dict[str, np.ndarray]) -> None:
+        """Print the line of loop step ``step`` (0-based) now, from every run's values
+        (on the host; process 0 alone under ``jax.distributed``)."""
+        if self.enabled and jax.process_index() == 0:
+            elapsed = time.perf_counter() - self._start
+            prefix = f"{self.label} " if self.label else ""
+            line = self.format_line(int(step), values)
+            print(f"{prefix}[{int(step) + 1}/{self.total_steps}] {line} ({elapsed:.1f}s)", file=self.stream,
+                  flush=True)
 
     def report(self, step: jax.Array, **values: jax.Array) -> None:
-        """Call from traced code (inside ``jit``/``vmap``/``scan``)."""
+        """Call from traced code (inside ``jit``/``vmap``/``scan``): the line is printed
+        once all ``num_runs`` runs have reported ``step``."""
         jax.debug.callback(self._on_host, step, values)
 
 

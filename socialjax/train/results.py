@@ -94,6 +94,7 @@ def save_run(
         "compile_seconds": float(getattr(result, "compile_seconds", 0.0)),
         "per_device": int(getattr(result, "per_device", 0)),
         "chunk": getattr(result, "chunk", None),
+        "memory_bytes": int(getattr(result, "memory_bytes", 0)),
         "nan_runs": list(result.nan_runs),
     })
     files = [METRICS_FILE, CONFIG_FILE, CHECKPOINT_FILE] + ([CURVES_FILE] if plot else []) + [SUMMARY_FILE]

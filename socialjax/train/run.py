@@ -43,8 +43,8 @@ before anything else touches JAX, then make the same ``run(...)`` call in every 
 device in the list gets a block (blocks ordered by process, then device id). Each
 process compiles and computes only its own devices' blocks, and the results are
 gathered onto every process with ``multihost_utils.process_allgather``, so every process
-returns the full :class:`RunResult`; progress lines are printed by process 0 alone and
-count only its own runs. The devices must span all the processes, as many of each
+returns the full :class:`RunResult`; progress lines are printed by process 0 alone, over
+every process's runs. The devices must span all the processes, as many of each
 (the gather is a collective over all of them). A run gives the same bits as in one
 process with the same number of runs per device: tests/train/test_multiprocess.py runs
 2 local CPU processes (a localhost coordinator, gloo collectives, JAX's CPU default)
@@ -58,6 +58,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import functools
 import os
 import signal
 import sys
@@ -71,6 +72,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from socialjax.train.compilation import compiler_options, enable_cache
 from socialjax.train.config import TrainConfig
 from socialjax.train.population import make_train
 from socialjax.train.progress import Progress
@@ -142,6 +144,7 @@ def run(
     segment: int | None = None,
     on_segment: Callable[[Snapshot], None] | None = None,
     resume: Snapshot | None = None,
+    compile_cache: bool | str | os.PathLike = True,
 ) -> RunResult:
     """Train ``len(grid) x len(seeds)`` runs in one call: equal blocks of runs, one per
     device, each device running the same compiled single-device program.
@@ -155,16 +158,30 @@ def run(
     :func:`device_memory`); a program that needs more is chunked, or refused with a
     ``MemoryError`` when one run alone needs more.
 
-    ``segment``: updates per compiled call (default: all of them in one). After every
-    segment but the last, ``on_segment(snapshot)`` receives a :class:`Snapshot` of the
-    runs (their complete state and the metrics so far, on the host): save it, and
-    ``run(..., resume=snapshot)`` continues from it with the same bits as a run that was
-    never stopped (same config, seeds, segment and runs per device). A first Ctrl-C
-    stops the runs at the end of the segment under way (after ``on_segment``) by
-    raising :class:`Interrupted`, which holds that snapshot; a second stops at once.
+    ``segment``: updates per compiled call (default: ``config.log_every`` when progress
+    lines are printed, all of them in one otherwise; the segmenting never changes a run's
+    bits). After every segment but the last, ``on_segment(snapshot)`` receives a
+    :class:`Snapshot` of the runs (their complete state and the metrics so far, on the
+    host): save it, and ``run(..., resume=snapshot)`` continues from it with the same bits
+    as a run that was never stopped (same config, seeds, segment and runs per device). A
+    first Ctrl-C stops the runs at the end of the segment under way (after
+    ``on_segment``) by raising :class:`Interrupted`, which holds that snapshot; a second
+    stops at once.
+
+    ``progress``: print a line after every segment (every ``config.log_every`` updates
+    unless ``segment`` is given) with the runs' mean reward per step and return at that
+    update; ``False`` prints nothing; a :class:`~socialjax.train.progress.Progress` prints
+    through it. The lines are printed between the compiled calls, not from inside them:
+    JAX never caches a program that calls the host.
 
     ``devices``: where the runs go (default: ``jax.devices()``, which is this process's
-    devices unless ``jax.distributed`` joined several processes; see the module docstring)."""
+    devices unless ``jax.distributed`` joined several processes; see the module docstring).
+
+    ``compile_cache``: ``True`` (default) turns JAX's persistent compilation cache on, in
+    the folder ``SOCIALJAX_COMPILATION_CACHE`` chooses (``~/.cache/socialjax/jax-cache``
+    unless set; ``0`` turns it off), so that a rerun reads its programs from disk instead
+    of compiling them; a path puts the cache there; ``False`` leaves JAX's settings as
+    they are. See :mod:`socialjax.train.compilation`."""
 
     seeds = np.arange(seeds) if isinstance(seeds, (int, np.integer)) else np.asarray(list(seeds))
     if seeds.ndim != 1 or seeds.size == 0 or not np.issubdtype(seeds.dtype, np.integer) or np.any(seeds < 0):
@@ -189,44 +206,50 @@ def run(
     devices = list(devices) if devices is not None else jax.devices()
     if not devices:
         raise ValueError("devices must name at least one device")
+    if compile_cache is not False:
+        enable_cache(None if compile_cache is True else compile_cache)
 
     if isinstance(progress, Progress):
         prog = progress
     elif progress and config.log_every:
-        prog = Progress(U, 1, label=label, format_line=_line)
+        prog = Progress(U, label=label, format_line=_line)
     else:
         prog = None
-    train = make_train(env, config, params=params, progress=prog)
+    if prog is not None and segment is None:  # the progress lines come between segments of log_every updates
+        K = min(max(int(config.log_every), 1), U)
+    train = make_train(env, config, params=params)
     start = time.perf_counter()
     keys = run_keys(np.tile(seeds, G), base_seed)
     run_hparams = {k: np.repeat(v, S) for k, v in grid.items()}
     plan = stages(done, U, K, fresh=resume is None)
     sized = max(plan, key=lambda st: st[1])  # the stage whose memory decides the chunk
 
+    @functools.cache  # one jitted program per stage and layout, so that each is traced once
+    def program(st, per_device, chunk):
+        return device_program(stage(train, *st), per_device, chunk, shared=1)
+
     def block_args(layout):  # arguments of that stage, on each device (the run states as shapes)
         inputs = place_blocks(layout, keys[layout.index], {k: v[layout.index] for k, v in run_hparams.items()})
         if sized[0]:
             return [(k, hp, np.int32(done)) for k, hp in inputs]
-        init = device_program(stage(train, True, 0, False), layout.per_device, chunk, shared=1)
+        init = program(INIT, layout.per_device, chunk)
         return [(_on(jax.eval_shape(init, k, hp, np.int32(0))[0], hp_device(hp)), hp, np.int32(done))
                 for k, hp in inputs]
 
-    compiled, args, layout, chunk, need = compile_fitting(stage(train, *sized), config, R, devices, chunk, memory,
-                                                          block_args, shared=1)
+    compiled, args, layout, chunk, need = compile_fitting(functools.partial(program, sized), config, R, devices,
+                                                          chunk, memory, block_args)
     if resume is not None and layout.per_device != resume.per_device:
         warnings.warn(f"the snapshot's runs were computed {resume.per_device} per device, these {layout.per_device}: "
                       "the resumed runs may differ from uninterrupted ones in the last bits", stacklevel=2)
-    if prog is not None and not isinstance(progress, Progress):
-        prog.num_runs = layout.local_slots
     B = layout.per_device
     programs = {sized: compiled}
     hps = [hp for _, hp, _ in args]
     key_blocks = [k for k, _ in place_blocks(layout, keys[layout.index], {})]
-    init = device_program(stage(train, True, 0, False), B, chunk, shared=1)
+    init = program(INIT, B, chunk)
     state_shapes = [_on(jax.eval_shape(init, k, hp, np.int32(0))[0], hp_device(hp)) for k, hp in zip(key_blocks, hps)]
     for st in plan:  # every stage compiled before any runs: compile time is not run time
         if st not in programs:
-            programs[st] = compile_blocks(device_program(stage(train, *st), B, chunk, shared=1),
+            programs[st] = compile_blocks(program(st, B, chunk),
                                           [(k if st[0] else x, hp, np.int32(0))
                                            for k, x, hp in zip(key_blocks, state_shapes, hps)])
     if resume is None:
@@ -243,6 +266,8 @@ def run(
             if st[1]:
                 metrics_so_far.append(take_state([o[1] for o in outs], layout, R))
                 done += st[1]
+                if prog is not None:
+                    prog.show(done - 1, _progress_values(metrics_so_far[-1], train.plan.num_learners))
             if st[2]:
                 final, extra = take_state(xs, layout, R), take_state([o[2] for o in outs], layout, R)
             elif st[1] and done < U and (on_segment is not None or stop.requested):
@@ -272,6 +297,9 @@ def run(
                      layout.per_device, chunk, need)
 
 
+INIT = (True, 0, False)  # the stage that only initialises the runs
+
+
 def stages(done: int, num_updates: int, segment: int, fresh: bool) -> list[tuple[bool, int, bool]]:
     """The compiled calls of a run as ``(init, updates, finish)`` stages: init (unless
     resuming), the segments of ``segment`` updates (the last one shorter when
@@ -279,7 +307,7 @@ def stages(done: int, num_updates: int, segment: int, fresh: bool) -> list[tuple
     calls of their own: a program that fuses them with the updates compiles faster
     but gives other bits in the last place, and a run's bits must not depend on how it
     was cut into segments."""
-    plan = [(True, 0, False)] if fresh else []
+    plan = [INIT] if fresh else []
     at = done
     while at < num_updates:
         n = min(segment, num_updates - at)
@@ -334,10 +362,10 @@ class Interrupted(Exception):
         self.snapshot = snapshot
 
 
-def compile_fitting(fn, config, num_runs, devices, chunk, memory, block_args, shared=0):
-    """Lay the runs out, compile ``fn`` (one run's program; its last ``shared``
-    arguments are common to the runs) on the first device, and check it against the
-    device's memory: when it does not fit, chunk the runs (or, with ``chunk`` given or
+def compile_fitting(program, config, num_runs, devices, chunk, memory, block_args):
+    """Lay the runs out, compile ``program(per_device, chunk)`` (a device's program,
+    e.g. :func:`device_program` of one run's) on the first device, and check it against
+    the device's memory: when it does not fit, chunk the runs (or, with ``chunk`` given or
     one run per device, raise ``MemoryError``). ``block_args(layout)`` gives each
     device's arguments (arrays or shapes placed on the device). Returns ``(compiled,
     args, layout, chunk, bytes)``."""
@@ -358,7 +386,7 @@ def compile_fitting(fn, config, num_runs, devices, chunk, memory, block_args, sh
             found["chunk"] = fit_chunk(layout.per_device, group, first.memory_analysis(), MEMORY_HEADROOM * limit)
             return False
 
-        compiled = compile_blocks(device_program(fn, layout.per_device, chunk, shared), args, fits)
+        compiled = compile_blocks(program(layout.per_device, chunk), args, fits)
         if compiled is not None:
             return compiled, args, layout, chunk, found.get("need", 0)
         # the estimate is linear in the chunk; when even one run seems not to fit, the
@@ -508,15 +536,26 @@ def place_blocks(layout: Layout, keys: jax.Array, hparams: dict[str, np.ndarray]
 
 def compile_blocks(program: Callable, args: list[tuple], fits: Callable[[Any], bool] | None = None):
     """Compile ``program`` for each device's arguments (one compile per device: the
-    same HLO everywhere, so the same bits). The first is compiled alone and shown to
-    ``fits`` (which may refuse it: then ``None`` is returned before the others compile);
-    the rest compile in parallel threads."""
+    same HLO everywhere, so the same bits), with the training programs' compiler
+    options for the backend (:func:`~socialjax.train.compilation.compiler_options`). The
+    first is compiled alone and shown to ``fits`` (which may refuse it: then ``None`` is
+    returned before the others compile); the rest compile in parallel threads."""
     lowered = [program.lower(*a) for a in args]  # tracing is shared; lowering is cheap
-    first = lowered[0].compile()
+    options = compiler_options(_device_of(args[0]))
+    first = lowered[0].compile(options)
     if fits is not None and not fits(first):
         return None
     with ThreadPoolExecutor(max(len(lowered) - 1, 1)) as pool:
-        return [first, *pool.map(lambda low: low.compile(), lowered[1:])]
+        return [first, *pool.map(lambda low: low.compile(options), lowered[1:])]
+
+
+def _device_of(args) -> jax.Device:
+    """The device the first placed argument (an array or a placed shape) is on."""
+    for leaf in jax.tree_util.tree_leaves(args):
+        sharding = getattr(leaf, "sharding", None)
+        if sharding is not None:
+            return next(iter(sharding.device_set))
+    return jax.devices()[0]
 
 
 def dispatch(compiled: list, args: list[tuple]) -> list:
@@ -649,6 +688,15 @@ def _multihost(devices: Sequence[jax.Device]) -> bool:
                          f"of each (got {per_process}{f'; none of {missing}' if missing else ''}); "
                          "pass jax.devices()")
     return True
+
+
+def _progress_values(metrics: dict[str, np.ndarray], num_learners: int) -> dict[str, np.ndarray]:
+    """Each run's mean reward per step and mean return over its learners at the last
+    update of a segment (``metrics``: ``(R, K, P)`` arrays)."""
+    with warnings.catch_warnings():  # a run in which no episode ended has no return: NaN
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return {"reward": np.nanmean(metrics["reward_rate"][:, -1, :num_learners], axis=-1),
+                "ret": np.nanmean(metrics["return"][:, -1, :num_learners], axis=-1)}
 
 
 def _line(step: int, values: dict[str, np.ndarray]) -> str:

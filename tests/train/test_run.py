@@ -9,6 +9,7 @@ device), one lone run here, and one batch in a subprocess that fakes 8 CPU devic
 memory-fitting logic is exercised on a toy program that compiles in a second.
 """
 
+import functools
 import os
 import subprocess
 import sys
@@ -20,8 +21,8 @@ import numpy as np
 import pytest
 
 import socialjax as sj
-from socialjax.train.run import (MEMORY_HEADROOM, compile_fitting, execute_blocks, fit_chunk, lay_out, place_blocks,
-                                 run_keys)
+from socialjax.train.run import (MEMORY_HEADROOM, compile_fitting, device_program, execute_blocks, fit_chunk, lay_out,
+                                 place_blocks, run_keys)
 
 from support import ON_CPU, assert_same
 from train_configs import IPD_ROUNDS, IPD_TFT, IPD_TFT_SEEDS, ipd_env
@@ -240,7 +241,8 @@ def _toy_fit(runs, memory, chunk=None):
     def block_args(layout):
         return place_blocks(layout, keys[layout.index], {k: v[layout.index] for k, v in hparams.items()})
 
-    return compile_fitting(_toy_train, IPD_TFT, runs, jax.local_devices()[:1], chunk, memory, block_args)
+    return compile_fitting(functools.partial(device_program, _toy_train), IPD_TFT, runs, jax.local_devices()[:1],
+                           chunk, memory, block_args)
 
 
 def test_runs_that_do_not_fit_the_device_are_chunked_with_the_same_results():

@@ -1,0 +1,140 @@
+"""Compiling training programs once, and quickly: JAX's persistent compilation cache
+and the options the training programs are compiled with.
+
+The cache. XLA compilation dominates a short run (the README's main job, ``socialjax
+train ipd-mixed``, spent 15 of its 20 s compiling on a 2-core CPU), and without a cache
+every rerun pays it again. :func:`enable_cache` points JAX's persistent compilation
+cache at a folder, so that a program compiled once is read back from disk by every
+later process that compiles the same program (same code, shapes, options, jax version
+and device kind). :func:`socialjax.train.run` and the ``socialjax`` command turn it on by
+default, in :func:`default_cache_dir` (``$XDG_CACHE_HOME/socialjax/jax-cache``, or
+``~/.cache/socialjax/jax-cache``). The variable ``SOCIALJAX_COMPILATION_CACHE`` chooses:
+unset, the default folder; a path, that folder; ``0`` (or ``off``, ``false``, ``no``),
+no cache. Where JAX's own ``JAX_COMPILATION_CACHE_DIR`` (or the config option
+``jax_compilation_cache_dir``) is already set, that folder is used and left alone. The
+cache is a process-wide JAX setting: once on, it stays on for the process.
+``socialjax cache`` shows the folder and its size, ``socialjax cache --clear`` empties
+it (so does deleting the folder).
+
+Programs are cached whatever their compile time (JAX's default keeps only those that
+took a second or more; the small ones add up: 0.7 s of the main job's rerun), unless
+``JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS`` says otherwise. As JAX's documentation
+warns, the folder is trusted: do not share it with people you do not trust.
+
+The options. On the CPU, :func:`compiler_options` asks XLA for LLVM's optimisation level
+1 instead of its default (2): the training programs compile in about half the time
+(measured on a 2-core CPU: ipd-mixed 15.1 -> 9.5 s, harvest-ippo-small 27.1 -> 14.7 s)
+and run as fast (4.8 vs 4.5 s, 3.69 vs 3.67 s per call; BENCHMARKS.md has the
+table). Other backends, and a process where the user chose optimisation settings
+(``jax_disable_most_optimizations``, or ``xla_backend_optimization_level`` in
+``XLA_FLAGS``), compile with JAX's defaults.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import jax
+
+CACHE_VARIABLE = "SOCIALJAX_COMPILATION_CACHE"
+OFF = ("0", "off", "false", "no", "none")
+# JAX caches only programs that took at least this long to compile, unless the user set it
+MIN_COMPILE_SECONDS_VARIABLE = "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"
+# LLVM's optimisation level for XLA:CPU's training programs (XLA's default is 2); see the module docstring
+CPU_OPTIMIZATION_LEVEL = 1
+
+
+def default_cache_dir() -> Path:
+    """Where the cache lives unless told otherwise: ``$XDG_CACHE_HOME/socialjax/jax-cache``
+    (``~/.cache`` when the variable is unset; ``~/Library/Caches`` on macOS)."""
+    base = os.environ.get("XDG_CACHE_HOME")
+    if not base:
+        base = "~/Library/Caches" if sys.platform == "darwin" else "~/.cache"
+    return Path(base).expanduser() / "socialjax" / "jax-cache"
+
+
+def chosen_cache_dir() -> Path | None:
+    """The folder ``SOCIALJAX_COMPILATION_CACHE`` chooses: ``None`` when it turns the cache
+    off, :func:`default_cache_dir` when unset."""
+    value = os.environ.get(CACHE_VARIABLE)
+    if value is None:
+        return default_cache_dir()
+    if value.strip().lower() in OFF or not value.strip():
+        return None
+    return Path(value).expanduser()
+
+
+def active_cache_dir() -> str | None:
+    """The folder JAX caches compiled programs in now, ``None`` when it does not."""
+    if not jax.config.values.get("jax_enable_compilation_cache", True):
+        return None
+    return jax.config.values.get("jax_compilation_cache_dir") or None
+
+
+def enable_cache(path: str | os.PathLike | None = None) -> str | None:
+    """Turn JAX's persistent compilation cache on, in ``path`` (default: the folder
+    ``SOCIALJAX_COMPILATION_CACHE`` chooses, see the module docstring), and return the
+    folder in use, or ``None`` when the variable turns the cache off. A folder already
+    set in JAX (``JAX_COMPILATION_CACHE_DIR``) is kept, and returned."""
+    current = active_cache_dir()
+    if current:
+        return current
+    folder = Path(path).expanduser() if path is not None else chosen_cache_dir()
+    if folder is None:
+        return None
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as err:  # an unwritable home: compile without a cache rather than fail the run
+        print(f"socialjax: no compilation cache ({folder}: {err.strerror})", file=sys.stderr)
+        return None
+    jax.config.update("jax_compilation_cache_dir", str(folder))
+    if MIN_COMPILE_SECONDS_VARIABLE not in os.environ:
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    return str(folder)
+
+
+def cache_contents(path: str | os.PathLike) -> tuple[int, int]:
+    """``(files, bytes)`` in the cache folder ``path`` (``(0, 0)`` when it does not exist)."""
+    folder = Path(path)
+    if not folder.is_dir():
+        return 0, 0
+    files = [f for f in folder.rglob("*") if f.is_file()]
+    return len(files), sum(f.stat().st_size for f in files)
+
+
+def clear_cache(path: str | os.PathLike) -> tuple[int, int]:
+    """Delete the cache folder ``path`` and everything in it; returns what it held
+    (``(files, bytes)``). Refuses a folder that holds anything but JAX's cache files."""
+    folder = Path(path)
+    files, size = cache_contents(folder)
+    if not folder.is_dir():
+        return 0, 0
+    strays = [f.name for f in folder.iterdir() if not _is_cache_file(f)]
+    if strays:
+        raise ValueError(f"{folder} holds files that are not JAX cache entries ({', '.join(sorted(strays)[:3])}"
+                         f"{', ...' if len(strays) > 3 else ''}); not deleting it")
+    shutil.rmtree(folder)
+    return files, size
+
+
+def _is_cache_file(path: Path) -> bool:
+    # JAX names its entries "<program>-<sha256>-cache" (and "-atime", ".lockfile" when the cache has a size
+    # limit); on GPUs XLA keeps its autotuning results in a subfolder ("xla_gpu_per_fusion_autotune_cache_dir")
+    if path.is_dir():
+        return path.name.startswith("xla_")
+    return path.name.endswith(("-cache", "-atime")) or path.name == ".lockfile"
+
+
+def compiler_options(device: jax.Device | None = None) -> dict[str, int]:
+    """XLA options for compiling a training program for ``device`` (default: the
+    first of ``jax.devices()``): LLVM's level :data:`CPU_OPTIMIZATION_LEVEL` on the CPU,
+    nothing elsewhere or where the process chose its own optimisation settings."""
+    platform = (device or jax.devices()[0]).platform
+    if platform != "cpu" or jax.config.values.get("jax_disable_most_optimizations", False):
+        return {}
+    if "xla_backend_optimization_level" in os.environ.get("XLA_FLAGS", ""):
+        return {}
+    return {"xla_backend_optimization_level": CPU_OPTIMIZATION_LEVEL}
