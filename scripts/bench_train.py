@@ -199,47 +199,65 @@ def bench_single(args) -> list[dict]:
     ]
 
 
+def update_pieces(train) -> tuple[Callable, Callable]:
+    """One update of ``train`` (from :func:`make_train`) cut in two, each a pure function
+    of the run's state ``train.init(key)``: ``rollout(state, key) -> (games, rollout,
+    stats)``, the ``rollout_len`` steps of every game; ``learn(state, rollout, key) ->
+    (learner states, stats)``, GAE (and Advantage Alignment) and the learners' update,
+    vmapped over learners. The update also reseats (random seating) and records its
+    metrics; those are in neither piece."""
+    from socialjax.train import population as pop
+    from socialjax.train.rewards import make_shaping
+
+    env, config, plan, learner = train.env, train.config, train.plan, train.learner
+    params = env.resolve_single_params(None)
+    shaping = make_shaping(config, plan.num_learners, plan.num_members, env.num_agents)
+    h = {k: np.float32(v) for k, v in config.scalar_hparams().items()}
+
+    def rollout(state, key):
+        c = state["carry"]
+        return pop._rollout(env, params, learner, train.scripted, plan, c["states"], c["seating"], c["games"], key,
+                            0.0, config.rollout_len, shaping, h)
+
+    def learn(state, ro, key):
+        c = state["carry"]
+        prep = jax.vmap(learner.prepare)(c["states"], ro)
+        if config.algo != "dqn":
+            prep = pop._align(prep, ro, c["seating"], plan, h, config.rollout_len)
+        keys = jax.random.split(key, plan.num_learners)
+        return jax.vmap(learner.update, in_axes=(0, 0, 0, 0, None))(c["states"], ro, prep, keys, 0.0)
+
+    return rollout, learn
+
+
 def update_cost(env, config: TrainConfig) -> dict:
     """FLOPs and bytes accessed of one update, from XLA's cost analysis of one rollout
     step and of one full pass of the learners over a rollout, each compiled alone at
     the config's batch (see the module docstring)."""
-    from socialjax.train import population as pop
-
-    train = make_train(env, config.replace(num_updates=1, evaluate=False, log_every=0))
-    plan, learner, scripted = train.plan, train.learner, train.scripted
-    L, M, H = plan.num_learners, plan.seats_per_learner, learner.hidden_size
-    params = env.default_params
-    member_h = {k: np.full((L,), v[0], np.float32) for k, v in config.hparam_grid().items()
-                if k in pop.learner_hparams(config)}
     key = jax.random.key(0)
-    states = jax.eval_shape(lambda k: jax.vmap(learner.init)(jax.random.split(k, L), member_h), key)
-    seating = jax.eval_shape(lambda k: pop._seat(plan, scripted, k), key)
-    games = jax.eval_shape(lambda k: pop._reset_games(env, params, k, plan.num_envs, plan.num_seats, H,
-                                                      tuple(getattr(env, "event_keys", ()))), key)
-
-    def rollout(T):
-        return lambda st, se, ga, k: pop._rollout(env, params, learner, scripted, plan, st, se, ga, k, 0.0, T)
 
     def cost(fn, *args):
         c = jax.jit(fn).lower(*args).compile().cost_analysis()
         c = c[0] if isinstance(c, (list, tuple)) else c
         return float(c.get("flops", 0.0)), float(c.get("bytes accessed", 0.0))
 
-    step_flops, step_bytes = cost(rollout(1), states, seating, games, key)
-    _, ro, _ = jax.eval_shape(rollout(config.rollout_len), states, seating, games, key)
-    one_pass = pop.make_learner(env, config.replace(update_epochs=1, num_minibatches=1), M, params)
-
-    def learn(st, ro, k):
-        prep = jax.vmap(one_pass.prepare)(st, ro)
-        return jax.vmap(one_pass.update, in_axes=(0, 0, 0, 0, None))(st, ro, prep, jax.random.split(k, L), 0.0)
-
-    pass_flops, pass_bytes = cost(learn, states, ro, key)
+    one_step = make_train(env, config.replace(num_updates=1, rollout_len=1, evaluate=False, log_every=0))
+    state = jax.eval_shape(one_step.init, key)
+    step_flops, step_bytes = cost(update_pieces(one_step)[0], state, key)
+    # one pass: one epoch over the whole rollout as one minibatch
+    one_pass = make_train(env, config.replace(num_updates=1, update_epochs=1, num_minibatches=1, evaluate=False,
+                                              log_every=0))
+    rollout, learn = update_pieces(one_pass)
+    state = jax.eval_shape(one_pass.init, key)
+    _, ro, _ = jax.eval_shape(rollout, state, key)
+    pass_flops, pass_bytes = cost(learn, state, ro, key)
     T, epochs = config.rollout_len, config.update_epochs
+    samples = T * one_pass.plan.num_envs * one_pass.plan.num_seats
     return {
         "rollout_flops": T * step_flops, "rollout_bytes": T * step_bytes,
         "learn_flops": epochs * pass_flops, "learn_bytes": epochs * pass_bytes,
         "flops": T * step_flops + epochs * pass_flops, "bytes": T * step_bytes + epochs * pass_bytes,
-        "samples": T * plan.num_envs * plan.num_seats,
+        "samples": samples,
     }
 
 

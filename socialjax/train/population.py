@@ -177,17 +177,19 @@ def make_train(env, config: TrainConfig, params=None, progress: Progress | None 
             if plan.dynamic:  # new seats, fresh games
                 seating = _seat(plan, scripted, key_seat, config.coplayer_id)
                 games = _reset_games(env, env_params, key_env, E, N, H, event_keys, shaping)
-            games, rollout, seat_stats = _rollout(
-                env, env_params, learner, scripted, plan, carry["states"], seating, games, key_roll, progress_frac, T,
-                shaping, h,
-            )
+            with jax.named_scope("rollout"):  # the scopes name the ops in a profile (scripts/gpu_check.py)
+                games, rollout, seat_stats = _rollout(
+                    env, env_params, learner, scripted, plan, carry["states"], seating, games, key_roll,
+                    progress_frac, T, shaping, h,
+                )
             states = carry["states"]
-            prep = jax.vmap(learner.prepare)(states, rollout)
-            if config.algo != "dqn":
-                prep = _align(prep, rollout, seating, plan, h, T)
-            keys = jax.random.split(key_upd, L)
-            new_states, stats = jax.vmap(learner.update, in_axes=(0, 0, 0, 0, None))(states, rollout, prep, keys,
-                                                                                     progress_frac)
+            with jax.named_scope("learn"):
+                prep = jax.vmap(learner.prepare)(states, rollout)
+                if config.algo != "dqn":
+                    prep = _align(prep, rollout, seating, plan, h, T)
+                keys = jax.random.split(key_upd, L)
+                new_states, stats = jax.vmap(learner.update, in_axes=(0, 0, 0, 0, None))(states, rollout, prep, keys,
+                                                                                         progress_frac)
             bad = ~jnp.isfinite(stats["loss"]) | ~_all_finite(new_states.params)
             newly = jnp.any(bad) & ~carry["halted"]
             halted = carry["halted"] | jnp.any(bad)
