@@ -267,7 +267,9 @@ class Commons(Environment):
     def regrow(self, stock: jax.Array, total_harvest: jax.Array, params: CommonsParams) -> jax.Array:
         """Stock at the next step, before collapse (``()`` float32)."""
         if self.preset == "logistic":
-            growth = params.growth_rate * stock * (1.0 - stock / params.capacity)
+            # S / K as S times 1/K: XLA computes a division by a value the batch shares that way in a
+            # vmapped batch (not as IEEE division), so a program of one game must too
+            growth = _rounded(params.growth_rate * stock * (1.0 - _rounded(stock * (1.0 / params.capacity))))
             return jnp.clip(stock + growth - total_harvest, 0.0, params.capacity)
         remainder = jnp.maximum(stock - total_harvest, 0.0)
         return jnp.clip(params.growth_factor * remainder, 0.0, params.capacity)
@@ -405,3 +407,11 @@ class Commons(Environment):
 
     def observation_space(self, params=None):
         return Box(0.0, np.inf, (self.obs_size,), jnp.float32)
+
+
+def _rounded(x: jax.Array) -> jax.Array:
+    """``x`` rounded to float32 before it is used. jax 0.12's CPU backend fuses ``c +- a * b``
+    into one fused multiply-add (one rounding) in a program of one game's scalars but not in
+    a vmapped batch (two roundings), so the stock, a scalar per game, took other bits alone
+    than in a batch; the barrier keeps XLA from fusing across it."""
+    return jax.lax.optimization_barrier(x)
