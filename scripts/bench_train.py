@@ -11,7 +11,7 @@ Three measurements (``--which``, comma-separated):
   on the one-hot memory-one observation, against a fixed TFT co-player), the same
   per-device ``jit(vmap(train))`` blocks :func:`socialjax.train.run` builds, compiled
   once and timed; plus one end-to-end ``sj.train.run(env, config, seeds=...)`` call
-  (compile and host transfer included) for reference;
+  (a cold compile, without the compilation cache, and the host transfer included) for reference;
 - ``loop``: ``--loop-seeds`` runs of the same IPD training as one vmapped call versus a
   Python loop of that many calls of the jitted single-run ``train`` (compiled once);
 - ``single``: one Clean Up run (the cleanup batch options) through ``sj.train.run(...,
@@ -62,6 +62,8 @@ from socialjax.train.run import compile_blocks, device_program, lay_out, place_b
 from socialjax.train.presets import get_preset
 from socialjax.cli import _option, config_overrides
 
+from check_io import compiled, timed  # scripts/check_io.py, shared with the accelerator check
+
 WHICH = ("cleanup", "ipd", "loop", "single", "cost")
 
 # NVIDIA H100 SXM5 datasheet peaks (dense, no sparsity), for the lower bounds of ``cost``
@@ -92,24 +94,6 @@ IPD_PPO = dict(
 def device_name() -> str:
     d = jax.devices()[0]
     return f"{d.platform}:{getattr(d, 'device_kind', '?')} x{len(jax.devices())}"
-
-
-def timed(fn: Callable[[], Any], repeats: int, warmup: bool) -> list[float]:
-    """Wall times of ``repeats`` calls of ``fn`` (each ends with block_until_ready)."""
-    if warmup:
-        jax.block_until_ready(fn())
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn())
-        times.append(time.perf_counter() - t0)
-    return times
-
-
-def compile_s(jitted, *args) -> tuple[Any, float]:
-    t0 = time.perf_counter()
-    compiled = jitted.lower(*args).compile()
-    return compiled, time.perf_counter() - t0
 
 
 def batched_program(env, config: TrainConfig, num_runs: int) -> tuple[Callable[[], Any], float]:
@@ -169,10 +153,10 @@ def bench_cleanup(args) -> list[dict]:
     env, config = cleanup_setup(args)
     train = jax.jit(make_train(env, config))
     key = run_keys([0])[0]
-    compiled, comp = compile_s(train, key)
+    program, comp = compiled(train, key)
     print(f"cleanup IPPO {args.envs}x{args.rollout}x{args.updates}: compiled in {comp:.1f}s", file=sys.stderr,
           flush=True)
-    times = timed(lambda: compiled(key), args.repeats, not args.no_warmup)
+    times = timed(lambda: program(key), args.repeats, not args.no_warmup)
     return [row("IPPO cleanup", env, config, 1, times, comp, f"preset {CLEANUP_PRESET}, {describe(config)}")]
 
 
@@ -181,11 +165,11 @@ def bench_single(args) -> list[dict]:
     env, config = cleanup_setup(args)
     alone = jax.jit(make_train(env, config))
     key = run_keys([0])[0]
-    compiled, comp = compile_s(alone, key)
-    alone_times = timed(lambda: compiled(key), args.repeats, not args.no_warmup)
+    program, comp = compiled(alone, key)
+    alone_times = timed(lambda: program(key), args.repeats, not args.no_warmup)
     run_times, run_compile = [], []
     for _ in range(args.repeats):
-        result = sj.train.run(env, config, seeds=1, progress=False)
+        result = sj.train.run(env, config, seeds=1, progress=False, compile_cache=False)
         run_times.append(result.seconds - result.compile_seconds)
         run_compile.append(result.compile_seconds)
     a, r = statistics.median(alone_times), statistics.median(run_times)
@@ -304,9 +288,9 @@ def bench_ipd(args) -> list[dict]:
     print(f"ipd population {args.seeds} seeds: compiled in {comp:.1f}s", file=sys.stderr, flush=True)
     times = timed(call, args.repeats, not args.no_warmup)
     out = [row("IPD population (vmapped seeds)", env, config, args.seeds, times, comp, "PPO vs TFT")]
-    # end to end, the way a user calls it: compile + run + results to numpy
+    # end to end, the way a user calls it the first time: compile (no cache) + run + results to numpy
     t0 = time.perf_counter()
-    result = sj.train.run(env, config, seeds=args.seeds, progress=False)
+    result = sj.train.run(env, config, seeds=args.seeds, progress=False, compile_cache=False)
     wall = time.perf_counter() - t0
     run_compile = getattr(result, "compile_seconds", float("nan"))
     out.append(row("IPD population, sj.train.run end to end (1 call, compile incl.)", env, config, args.seeds,
@@ -323,7 +307,7 @@ def bench_loop(args) -> list[dict]:
 
     single = jax.jit(make_train(env, config))
     keys = run_keys(np.arange(n))
-    one_compiled, one_comp = compile_s(single, keys[0])
+    one_compiled, one_comp = compiled(single, keys[0])
     key_list = [keys[i] for i in range(n)]
 
     def loop():

@@ -99,7 +99,7 @@ PARTS = (
     Part("sweep", 45),
     Part("determinism", 60),
     Part("profile", 35),
-    Part("learning", 300),
+    Part("learning", 540),
     Part("tests", 600, tiny_deadline_s=120, default=False),
 )
 PART_NAMES = tuple(p.name for p in PARTS)
