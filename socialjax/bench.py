@@ -178,9 +178,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"machine: {info['cpu']} ({info['cpu_count']} CPUs), {info['platform']}")
     print(f"jax {info['jax']}, backend {info['backend']}, devices {info['devices']}")
     print(f"load average at start (1, 5, 15 min): {info['load_average_1_5_15min']}")
-    if active_cache_dir():  # set by the user (JAX_COMPILATION_CACHE_DIR); `socialjax bench` never sets it
-        print(f"note: JAX's persistent compilation cache is on ({active_cache_dir()}): a program compiled before "
-              "is read back, so 'compile s' may not be a cold compile")
+    cache = active_cache_dir()  # set by the user (JAX_COMPILATION_CACHE_DIR); `socialjax bench` never sets it
+    if cache:
+        print(f"note: JAX's persistent compilation cache is on ({cache}): a program compiled before is read back, "
+              "so 'compile s' may not be a cold compile")
     steps_rule = f"T = {args.steps}" if args.steps else (
         f"T = clip({args.budget:,} // B, {MIN_STEPS}, {MAX_STEPS}) (adaptive)"
     )

@@ -31,6 +31,7 @@ import math
 import os
 import sys
 
+from socialjax.train import compilation
 from socialjax.train.compilation import CACHE_VARIABLE, enable_cache
 
 
@@ -577,8 +578,6 @@ def _cache_flag(command: argparse.ArgumentParser) -> None:
 
 def _cache(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     """``socialjax cache [--clear]``."""
-    from socialjax.train import compilation
-
     folder = compilation.active_cache_dir() or compilation.chosen_cache_dir()
     if folder is None:
         print(f"no compilation cache: {CACHE_VARIABLE}={os.environ[CACHE_VARIABLE]!r} turns it off")

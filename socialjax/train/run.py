@@ -195,7 +195,6 @@ def run(
     grid = config.hparam_grid()
     G, S = len(next(iter(grid.values()))), len(seeds)
     R, U = G * S, config.num_updates
-    K = U if segment is None else min(int(segment), U)
     done = 0
     if resume is not None:
         if not 0 < resume.updates_done < U:
@@ -215,8 +214,10 @@ def run(
         prog = Progress(U, label=label, format_line=_line)
     else:
         prog = None
-    if prog is not None and segment is None:  # the progress lines come between segments of log_every updates
-        K = min(max(int(config.log_every), 1), U)
+    if segment is not None:
+        K = min(int(segment), U)
+    else:  # with progress lines, they come between segments of log_every updates
+        K = min(max(int(config.log_every), 1), U) if prog is not None else U
     train = make_train(env, config, params=params)
     start = time.perf_counter()
     keys = run_keys(np.tile(seeds, G), base_seed)
