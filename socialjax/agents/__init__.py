@@ -9,6 +9,9 @@ inside the same ``jit``/``vmap``/``lax.scan`` as the environments. Use the modul
   ``policy`` and their exact long-run payoffs (``stationary_payoffs``).
 - :mod:`socialjax.agents.donor_strategies`: parametric donor-game strategies whose gift
   depends on the recipient's reputation trace.
+- :mod:`socialjax.agents.bots`: the gridworlds' scripted bots (``make_bot(env, name)``),
+  one module per game family; :mod:`socialjax.agents.scripted` seats any scripted
+  strategy as a population member (``make_scripted(name, env)``).
 - :mod:`socialjax.agents.shaping`: reward-shaping wrappers (common reward, reward
   exchange, inequity aversion with smoothed traces, social value orientation); each keeps
   the environment's own reward in ``info["raw_reward"]``.

@@ -32,36 +32,40 @@ Names understood by :func:`make_scripted` (``socialjax train ... --scripted NAME
   "defector" and a "cooperator" with the goals of Melting Pot's ``EXTRACT_IRON`` and
   ``EXTRACT_GOLD`` puppet bots, ``coop_mining__defector_0`` and
   ``coop_mining__cooperator_0``; those are trained policies steered by a puppeteer,
-  ours are scripted: :func:`beam_bot`).
+  ours are scripted: :func:`socialjax.agents.bots.grid.beam_bot`).
 - Coins (``coins``, both variants): ``coin_cooperator`` walks to the nearest coin of its
   own colour, ``coin_defector`` to the nearest coin of either colour (the goals of
   Melting Pot's coins puppeteer, ``meltingpot/utils/puppeteers/coins.py``, whose bots
-  are trained policies; ours are scripted: :func:`socialjax.envs.coins.coin_bot`).
+  are trained policies; ours are scripted: :func:`socialjax.agents.bots.coins.coin_bot`).
 - Gift Refinements (``gift_refinements``): ``gift_cooperator`` collects while its
   inventory is empty, gifts while it holds only raw tokens and consumes once it holds a
   refined one; ``gift_extreme_cooperator`` consumes only once it holds a twice-refined
   token; ``gift_defector`` collects and consumes, never gifts (the goals of Melting Pot's
   ``GiftRefinementsCooperator`` / ``GiftRefinementsExtremeCooperator`` puppeteers,
   ``meltingpot/utils/puppeteers/gift_refinements.py``, and its ``FORAGE`` bot, all trained
-  policies; ours are scripted: :func:`socialjax.envs.gift_refinements.gift_bot`).
+  policies; ours are scripted: :func:`socialjax.agents.bots.gift_refinements.gift_bot`).
 - *In the Matrix* (``prisoners_dilemma_in_the_matrix``, ``stag_hunt_in_the_matrix``,
   ``chicken_in_the_matrix``): ``collect_cooperate`` / ``collect_defect`` (and the
   aliases ``collect_stag`` / ``collect_hare``, ``collect_dove`` / ``collect_hawk``)
   gather the first / second resource until they hold at least one more of it than of
-  the other, then seek a player and interact (:func:`matrix_bot`; the goal of Melting
-  Pot's ``Specialist`` puppeteer, ``meltingpot/utils/puppeteers/in_the_matrix.py``,
-  whose bots are trained policies; ours are scripted).
+  the other, then seek a player and interact (the goal of Melting Pot's ``Specialist``
+  puppeteer, ``meltingpot/utils/puppeteers/in_the_matrix.py``, whose bots are trained
+  policies; ours are scripted: :func:`socialjax.agents.bots.in_the_matrix.matrix_bot`).
 - Externality Mushrooms (``mushrooms``): ``collect_red`` walks to the nearest red
   mushroom (it pays only the eater), ``collect_green`` to the nearest green one (it pays
   everyone); both avoid stepping on other mushrooms and never zap (the goals
   ``COLLECT_MUSHROOM_FIZE`` / ``COLLECT_MUSHROOM_HIHE`` of Melting Pot's
   ``externality_mushrooms__dense__puppet_fize_0`` / ``__puppet_hihe_0`` bots, trained
   policies steered by a ``FixedGoal`` puppeteer; ours are scripted:
-  :func:`socialjax.envs.mushrooms.mushroom_bot`).
+  :func:`socialjax.agents.bots.mushrooms.mushroom_bot`).
+- Territory (``territory_rooms``, ``territory_open``): ``considerate_claimer``,
+  ``inconsiderate_claimer``, ``destroyer``, ``zapper``
+  (:func:`socialjax.agents.bots.territory.territory_bot`).
 
-A game lists bots of its own in a ``scripted_bots`` attribute (their names) and builds
-each with its ``scripted_bot(name)`` (the act function); :func:`make_scripted` and
-:func:`scripted_names` ask every environment for them.
+The gridworld bots live in :mod:`socialjax.agents.bots` (one module per game family); a
+game lists its own bots' names in its ``scripted_bots`` attribute, and
+:func:`make_scripted` and :func:`scripted_names` get them through
+:func:`socialjax.agents.bots.make_bot` and :func:`socialjax.agents.bots.bot_names`.
 """
 
 from __future__ import annotations
@@ -71,10 +75,12 @@ from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from socialjax.agents import memory_one
+from socialjax.agents.bots import bot_names, make_bot
+from socialjax.agents.bots.grid import GRID_BOTS
 from socialjax.core.spaces import Discrete
+from socialjax.envs.matrix.env import MatrixGame
 
 MEMORY_ONE = {
     "allc": memory_one.ALLC,
@@ -86,7 +92,6 @@ MEMORY_ONE = {
     "random_strategy": memory_one.RANDOM,
 }
 GENERIC = ("random", "noop")
-GRID_BOTS = ("harvester", "cleaner")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,28 +129,11 @@ def scripted_names(env) -> tuple[str, ...]:
     names = list(GENERIC)
     if _is_two_player_matrix(env):
         names += [*MEMORY_ONE, "random_memory_one"]
-    if _is_grid(env):
-        names.append("harvester")
-        if _grid_base(env).clean_rays is not None:
-            names.append("cleaner")
-    names += list(getattr(_grid_base(env), "scripted_bots", ()))  # a game's own bots
+    names += bot_names(env)  # gridworld bots: the generics, then the game's own
     return tuple(names)
 
 
-def _grid_base(env):
-    return getattr(env, "unwrapped", env)
-
-
-def _is_grid(env) -> bool:
-    from socialjax.envs.grid.base import GridEnv
-
-    base = _grid_base(env)
-    return isinstance(base, GridEnv) and base.obs_mode == "codes"
-
-
 def _is_two_player_matrix(env) -> bool:
-    from socialjax.envs.matrix.env import MatrixGame
-
     return isinstance(getattr(env, "unwrapped", env), MatrixGame)
 
 
@@ -180,214 +168,12 @@ def make_scripted(name: str, env) -> Scripted:
         strategy = jnp.asarray(MEMORY_ONE[name], jnp.float32)
         return Scripted(name, lambda key, batch: jnp.broadcast_to(strategy, (batch, strategy.shape[0])), act,
                         memory_one.log_policy)
+    if name in bot_names(env):
+        return Scripted(name, _no_slot, make_bot(env, name))
     if name in GRID_BOTS:
-        if name not in scripted_names(env):
-            raise ValueError(
-                f"scripted member {name!r} needs a gridworld with code observations"
-                f"{' and a cleaning beam (Clean Up)' if name == 'cleaner' else ''}; available for {env!r}: "
-                f"{scripted_names(env)}"
-            )
-        return Scripted(name, _no_slot, _grid_bot(_grid_base(env), name))
-    if name in getattr(_grid_base(env), "scripted_bots", ()):
-        return Scripted(name, _no_slot, _grid_base(env).scripted_bot(name))
+        raise ValueError(
+            f"scripted member {name!r} needs a gridworld with code observations"
+            f"{' and a cleaning beam (Clean Up)' if name == 'cleaner' else ''}; available for {env!r}: "
+            f"{scripted_names(env)}"
+        )
     raise ValueError(f"unknown scripted member {name!r} for {env!r}; available: {scripted_names(env)}")
-
-
-def _action_finder(env) -> Callable[..., int]:
-    """``action_of(move, turn=0, beam=NO_BEAM)``: the first index of ``env``'s action
-    table with that (relative move, turn, beam); an error naming the env if none."""
-    from socialjax.envs.grid import constants as C
-
-    table = np.asarray(env.action_table)
-
-    def action_of(move: int, turn: int = 0, beam: int = C.NO_BEAM) -> int:
-        hits = np.flatnonzero((table[:, 0] == move) & (table[:, 1] == turn) & (table[:, 2] == beam))
-        if hits.size == 0:
-            raise ValueError(f"{env!r} has no action for move={move}, turn={turn}, beam={beam}")
-        return int(hits[0])
-
-    return action_of
-
-
-def _grid_bot(env, name: str) -> Callable:
-    """The act function of a greedy gridworld bot (see the module docstring).
-
-    In the egocentric window the bot stands on row ``ahead``, column ``side``, facing
-    up. It picks the nearest target cell (Manhattan distance; ties go to the first in
-    row-major order, i.e. the farthest ahead), and steps along the longer axis of the
-    offset: forward/backward, else strafe left/right. The cleaner fires instead when any
-    dirt cell in view lies on the cleaning beam's rays (walls and agents that would
-    stop the beam are not checked).
-    """
-    from socialjax.envs.grid import constants as C
-
-    ahead, _, side = env.view
-
-    action_of = _action_finder(env)
-
-    forward, backward = action_of(C.FORWARD), action_of(C.BACKWARD)
-    left, right = action_of(C.LEFT), action_of(C.RIGHT)
-    wander = jnp.asarray([forward, forward, action_of(C.NO_MOVE, -1), action_of(C.NO_MOVE, 1)], jnp.int32)
-    target = C.DIRT if name == "cleaner" else C.APPLE
-    clean = action_of(C.NO_MOVE, 0, C.CLEAN) if name == "cleaner" else -1
-    V, W = env.offsets.shape[1:3]
-    footprint = np.zeros((V, W), bool)  # window cells the cleaning beam can reach
-    if name == "cleaner":
-        for (f, lateral), ok in zip(env.clean_rays.frame.reshape(-1, 2), env.clean_rays.valid.reshape(-1)):
-            if ok and 0 <= ahead - f < V and 0 <= side + lateral < W:
-                footprint[ahead - f, side + lateral] = True
-    footprint = jnp.asarray(footprint.reshape(-1))
-    dr = jnp.arange(V)[:, None] - ahead + 0 * jnp.arange(W)[None, :]  # < 0: ahead
-    dc = jnp.arange(W)[None, :] - side + 0 * jnp.arange(V)[:, None]  # > 0: to the right
-    dist = (jnp.abs(dr) + jnp.abs(dc)).reshape(-1)
-
-    def act(key, slot, obs):
-        grid = obs["grid"].reshape(obs["grid"].shape[0], -1)  # (B, V * W)
-        found = grid == target
-        best = jnp.argmin(jnp.where(found, dist[None, :], jnp.iinfo(jnp.int32).max), axis=1)
-        any_found = found.any(axis=1)
-        r, c = dr.reshape(-1)[best], dc.reshape(-1)[best]
-        move = jnp.where(
-            jnp.abs(r) >= jnp.abs(c),
-            jnp.where(r < 0, forward, backward),
-            jnp.where(c > 0, right, left),
-        )
-        if name == "cleaner":
-            move = jnp.where(jnp.any(found & footprint[None, :], axis=1), clean, move)
-        roam = wander[jax.random.randint(key, (grid.shape[0],), 0, wander.shape[0])]
-        return jnp.where(any_found, move, roam).astype(jnp.int32)
-
-    return act
-
-
-def beam_bot(env, targets, explore: float = 0.1, prefer: int = 6, fire: int | None = None,
-             reach: int | None = None) -> Callable:
-    """The act function of a bot that fires its zap-slot beam (coop_mining: the mining
-    beam, one ray ``env.zap_rays.length`` cells straight ahead) at the nearest cell in
-    view whose code is in ``targets`` (a code earlier in ``targets`` counts as ``prefer``
-    cells nearer than a later one: the gold miner goes to gold another player has
-    started before raw gold). ``targets`` may instead be a function of the flattened
-    code window ``(B, V * W) int32 -> (B, V * W) bool`` marking the target cells (a bot
-    that reads its own index from the window, as Territory's do). ``fire`` (an action
-    index; default the zap-slot beam) is taken when the target is straight ahead within
-    ``reach`` cells (default the zap beam's length).
-
-    In the egocentric window the bot stands on row ``ahead``, column ``side``, facing
-    up. Target ahead in its own column within reach: fire; farther ahead: forward; ahead
-    in another column: strafe towards it; level with the bot: turn towards it; behind:
-    turn right; under the bot: step back. With probability ``explore``, or with no
-    target in view, it walks forward or turns at random (which also frees it when a
-    wall stands between it and the target).
-    """
-    from socialjax.envs.grid import constants as C
-
-    ahead, _, side = env.view
-
-    action_of = _action_finder(env)
-
-    forward, backward = action_of(C.FORWARD), action_of(C.BACKWARD)
-    left, right = action_of(C.LEFT), action_of(C.RIGHT)
-    turn_left, turn_right = action_of(C.NO_MOVE, -1), action_of(C.NO_MOVE, 1)
-    fire = action_of(C.NO_MOVE, 0, C.ZAP) if fire is None else int(fire)
-    reach = int(env.zap_rays.length) if reach is None else int(reach)
-    wander = jnp.asarray([forward, forward, turn_left, turn_right], jnp.int32)
-    V, W = env.offsets.shape[1:3]
-    dr = (jnp.arange(V)[:, None] - ahead + 0 * jnp.arange(W)[None, :]).reshape(-1)  # < 0: ahead
-    dc = (jnp.arange(W)[None, :] - side + 0 * jnp.arange(V)[:, None]).reshape(-1)  # > 0: to the right
-    dist = jnp.abs(dr) + jnp.abs(dc)
-    if callable(targets):
-        def scored(grid):
-            return targets(grid), dist[None, :]
-    else:
-        codes = jnp.asarray(targets)
-        handicap = prefer * jnp.arange(len(targets))
-
-        def scored(grid):
-            match = grid[..., None] == codes  # (B, V * W, K)
-            return jnp.any(match, axis=-1), dist[None, :] + jnp.sum(jnp.where(match, handicap, 0), axis=-1)
-
-    def act(key, slot, obs):
-        grid = obs["grid"].reshape(obs["grid"].shape[0], -1).astype(jnp.int32)  # (B, V * W)
-        found, score = scored(grid)
-        best = jnp.argmin(jnp.where(found, score, jnp.iinfo(jnp.int32).max), axis=1)
-        r, c = dr[best], dc[best]
-        move = jnp.where(
-            r < 0,
-            jnp.where(c == 0, jnp.where(-r <= reach, fire, forward), jnp.where(c > 0, right, left)),
-            jnp.where(r == 0, jnp.where(c > 0, turn_right, jnp.where(c < 0, turn_left, backward)), turn_right),
-        )
-        k_roam, k_explore = jax.random.split(key)
-        batch = grid.shape[0]
-        roam = wander[jax.random.randint(k_roam, (batch,), 0, wander.shape[0])]
-        explore_now = jax.random.uniform(k_explore, (batch,)) < explore
-        return jnp.where(found.any(axis=1) & ~explore_now, move, roam).astype(jnp.int32)
-
-    return act
-
-
-def matrix_bot(env, target: int, margin: int = 1, explore: float = 0.1) -> Callable:
-    """The act function of an *in the Matrix* bot (``socialjax/envs/in_the_matrix.py``)
-    with the goal of Melting Pot's ``Specialist`` puppeteer
-    (``meltingpot/utils/puppeteers/in_the_matrix.py``): collect resource ``target`` (0:
-    the first resource, cooperate / stag / dove; 1: the second) until the inventory holds
-    at least ``margin`` more of it than of the other, then seek a player and interact.
-
-    Reads only its own observation: ``inventory`` and the egocentric ``grid`` (the bot
-    stands on row ``ahead``, column ``side``, facing up). Collecting: step towards the
-    nearest resource of the target class in view (along the longer axis of the offset).
-    Interacting: fire when a player stands in the beam's footprint; else, with a player
-    ahead, walk forward or strafe towards it; level with the bot or behind, turn towards
-    it. With probability ``explore``, or with nothing to go to in view, it walks forward
-    or turns at random.
-    """
-    from socialjax.envs.grid import constants as C
-    from socialjax.envs.in_the_matrix import INTERACT, RESOURCE_1
-
-    ahead, _, side = env.view
-
-    action_of = _action_finder(env)
-
-    forward, backward = action_of(C.FORWARD), action_of(C.BACKWARD)
-    left, right = action_of(C.LEFT), action_of(C.RIGHT)
-    turn_left, turn_right = action_of(C.NO_MOVE, -1), action_of(C.NO_MOVE, 1)
-    wander = jnp.asarray([forward, forward, turn_left, turn_right], jnp.int32)
-    V, W = env.offsets.shape[1:3]
-    footprint = np.zeros((V, W), bool)  # window cells the interaction beam covers
-    for (f, lateral), ok in zip(env.zap_rays.frame.reshape(-1, 2), env.zap_rays.valid.reshape(-1)):
-        if ok and 0 <= ahead - f < V and 0 <= side + lateral < W:
-            footprint[ahead - f, side + lateral] = True
-    footprint = jnp.asarray(footprint.reshape(-1))
-    dr = (jnp.arange(V)[:, None] - ahead + 0 * jnp.arange(W)[None, :]).reshape(-1)  # < 0: ahead
-    dc = (jnp.arange(W)[None, :] - side + 0 * jnp.arange(V)[:, None]).reshape(-1)  # > 0: to the right
-    dist = jnp.abs(dr) + jnp.abs(dc)
-    me = ahead * W + side
-
-    def nearest(found):
-        best = jnp.argmin(jnp.where(found, dist[None, :], jnp.iinfo(jnp.int32).max), axis=1)
-        return dr[best], dc[best], found.any(axis=1)
-
-    def act(key, slot, obs):
-        grid = obs["grid"].reshape(obs["grid"].shape[0], -1).astype(jnp.int32)  # (B, V * W)
-        inv = obs["inventory"]
-        others = jnp.where(jnp.arange(inv.shape[1]) == target, -jnp.inf, inv)
-        enough = inv[:, target] - jnp.max(others, axis=1) >= margin
-        # collect
-        r, c, seen_res = nearest(grid == RESOURCE_1 + target)
-        collect = jnp.where(jnp.abs(r) >= jnp.abs(c), jnp.where(r < 0, forward, backward),
-                            jnp.where(c > 0, right, left))
-        # interact
-        player = (grid >= C.AGENT_BASE) & (jnp.arange(grid.shape[1]) != me)[None, :]
-        in_reach = jnp.any(player & footprint[None, :], axis=1)
-        r, c, seen_player = nearest(player)
-        seek = jnp.where(r < 0, jnp.where(c == 0, forward, jnp.where(c > 0, right, left)),
-                         jnp.where(c > 0, turn_right, jnp.where(c < 0, turn_left, turn_right)))
-        seek = jnp.where(in_reach, INTERACT, seek)
-        move = jnp.where(enough, seek, collect)
-        seen = jnp.where(enough, seen_player, seen_res)
-        k_roam, k_explore = jax.random.split(key)
-        batch = grid.shape[0]
-        roam = wander[jax.random.randint(k_roam, (batch,), 0, wander.shape[0])]
-        explore_now = (jax.random.uniform(k_explore, (batch,)) < explore) & ~(enough & in_reach)
-        return jnp.where(seen & ~explore_now, move, roam).astype(jnp.int32)
-
-    return act

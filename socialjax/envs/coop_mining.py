@@ -183,15 +183,9 @@ class CoopMining(GridEnv):
     action_table = C.MELTINGPOT_ACTIONS[:8]
     action_names = ACTION_NAMES
     event_keys = ("iron_extracted", "gold_mined", "gold_extracted", "zaps_fired")
-    #: scripted bots (:func:`socialjax.agents.scripted.beam_bot`): name -> the ore codes they mine, preferred first
+    #: scripted bots (:mod:`socialjax.agents.bots.coop_mining`): name -> the ore codes they mine, preferred first
     BOT_TARGETS = {"iron_miner": (IRON,), "gold_miner": (GOLD_PARTIAL, GOLD)}
     scripted_bots = tuple(BOT_TARGETS)
-
-    def scripted_bot(self, name: str):
-        """The act function of the scripted bot ``name`` (one of :attr:`scripted_bots`)."""
-        from socialjax.agents.scripted import beam_bot
-
-        return beam_bot(self, self.BOT_TARGETS[name])
 
     def __init__(self, num_agents: int = NUM_AGENTS, episode: str = "meltingpot", episode_length: int = 1000,
                  obs_mode: str = "codes", view: tuple = VIEW):

@@ -73,7 +73,7 @@ repeated}.py`` and the components in ``meltingpot/lua/levels/the_matrix/componen
   interaction, -1 when none (Melting Pot's debug observation ``INTERACTION_INVENTORIES``,
   which the configs say policies must not use, so it is not in the observation).
 
-Scripted bots (``scripted_bots``; :func:`socialjax.agents.scripted.matrix_bot`):
+Scripted bots (``scripted_bots``; :func:`socialjax.agents.bots.in_the_matrix.matrix_bot`):
 ``collect_cooperate`` / ``collect_defect`` (aliases per game: ``collect_stag`` /
 ``collect_hare``, ``collect_dove`` / ``collect_hawk``) collect their resource until they
 hold one more of it than of the other, then seek a player in view and interact: the goal
@@ -240,6 +240,10 @@ VARIANTS = {
 # the strategies the two resources stand for (the configs' comments), for the bots' names
 BOT_NAMES = {"prisoners_dilemma": ("cooperate", "defect"), "stag_hunt": ("stag", "hare"),
              "chicken": ("dove", "hawk")}
+#: per game, scripted bot name -> the resource it collects before it interacts (0: the
+#: first, 1: the second); ``collect_cooperate`` / ``collect_defect`` in every game
+BOT_RESOURCES = {game: {**{f"collect_{name}": k for k, name in enumerate(names)}, "collect_cooperate": 0,
+                        "collect_defect": 1} for game, names in BOT_NAMES.items()}
 REGEN_DELAY = 10  # Resource: regenerationDelay
 RESOURCE_HEALTH = 3  # Destroyable: initialHealth
 FREEZE_STEPS = 16  # GameInteractionZapper: freezeOnInteraction
@@ -333,16 +337,10 @@ class InTheMatrix(GridEnv):
         self.hit_order = (frame[..., 0] * self.zap_rays.num_rays + rank).astype(np.int32)  # (R, L)
 
     @property
-    def scripted_bots(self) -> dict[str, int]:
-        """Scripted bots (``socialjax.agents.scripted.matrix_bot``): name -> the resource
-        they collect before they interact (0: the first, 1: the second)."""
-        return {**{f"collect_{name}": k for k, name in enumerate(BOT_NAMES[self.game])},
-                "collect_cooperate": 0, "collect_defect": 1}
-
-    def scripted_bot(self, name: str):
-        from socialjax.agents.scripted import matrix_bot
-
-        return matrix_bot(self, self.scripted_bots[name])
+    def scripted_bots(self) -> tuple[str, ...]:
+        """Names of this game's scripted bots (:data:`BOT_RESOURCES`; built by
+        :mod:`socialjax.agents.bots.in_the_matrix`)."""
+        return tuple(BOT_RESOURCES[self.game])
 
     def make_default_params(self):
         cfg, var = GAMES[self.game], VARIANTS[self.variant]

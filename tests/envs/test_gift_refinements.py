@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import socialjax as sj
+from socialjax.agents.bots import make_bot
 from socialjax.agents.scripted import make_scripted, scripted_names
 from socialjax.envs.gift_refinements import (
     CONSUME,
@@ -428,7 +429,7 @@ def test_bad_input():
         with pytest.raises(ValueError, match="has no effect"):
             env.with_params(**{name: 7})
     with pytest.raises(ValueError, match="unknown gift_refinements bot"):
-        env.scripted_bot("gift_thief")
+        make_bot(env, "gift_thief")
     with pytest.raises(TypeError):
         env.step(KEY, env.reset(KEY)[1], jnp.zeros(6, jnp.int32), sj.make("gathering").default_params)
     assert isinstance(env.default_params, GiftRefinementsParams) and isinstance(env, GiftRefinements)

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import socialjax as sj
+from socialjax.agents.bots import make_bot
 from socialjax.agents.scripted import make_scripted, scripted_names
 from socialjax.envs.grid import constants as C
 from socialjax.envs.mushrooms import (
@@ -457,5 +458,5 @@ def test_bad_input():
     with pytest.raises(ValueError, match="has no effect"):
         env.with_params(zap_penalty=-1.0)
     with pytest.raises(ValueError, match="unknown mushrooms bot"):
-        env.scripted_bot("collect_blue")
+        make_bot(env, "collect_blue")
     assert isinstance(env, Mushrooms) and isinstance(env.default_params, MushroomsParams)
