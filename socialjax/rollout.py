@@ -10,8 +10,8 @@ Two levels of one engine::
     # a scripted episode: given start, step keys and per-step inputs, only what is needed kept
     run = scan_steps(env, env.reset(key_reset, params), lambda x, obs, state: policy(obs),
                      keys=jax.random.split(key_run, T), params=params, auto_reset=False,
-                     record=lambda carry, step: (carry, step.info["harvest"]))
-    run.records                                   # (T, N)
+                     record=infos("harvest"))
+    run.records                                   # ((T, N),)
 
 :func:`rollout` starts from a reset and derives every key from one; :func:`scan_steps`
 (which it runs on) takes the start, the keys and the policy's inputs as given and keeps
@@ -30,7 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["Run", "Step", "Trajectory", "rollout", "rollout_keys", "scan_steps"]
+__all__ = ["Run", "Step", "Trajectory", "infos", "rollout", "rollout_keys", "scan_steps"]
 
 #: ``policy(key, obs, state) -> actions (N, *action_shape)``, jittable
 Policy = Callable[[jax.Array, Any, Any], jax.Array]
@@ -85,6 +85,12 @@ class Trajectory(NamedTuple):
 def _record_transition(carry, step: Step):
     """The default ``record``: what a :class:`Trajectory` keeps of a step."""
     return carry, (step.next_obs, step.next_state, step.actions, step.reward, step.done, step.info)
+
+
+def infos(*names: str) -> Callable[[Any, Step], tuple[Any, tuple]]:
+    """A ``record`` that keeps the ``info`` entries ``names`` of every step (a tuple, in
+    that order) and leaves the carry alone."""
+    return lambda carry, step: (carry, tuple(step.info[name] for name in names))
 
 
 def scan_steps(

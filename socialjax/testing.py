@@ -107,11 +107,40 @@ def check_env(
     check(int(num_envs) >= 2, f"check_env needs num_envs >= 2, got {num_envs}")
     check(int(num_steps) >= 1, f"check_env needs num_steps >= 1, got {num_steps}")
     params = env.default_params if params is None else params
-    n = env.num_agents
-    obs_space, act_space = env.observation_space(params), env.action_space(params)
+    act_space = env.action_space(params)
     exact = jax.default_backend() == "cpu" if exact is None else exact
 
     # 1. shapes and dtypes, traced only
+    _check_step_shapes(check, env, key, params)
+
+    # 2. the batched rollout, once compiled
+    bad_action = _out_of_range(act_space)
+    one = _contract_rollout(env, num_steps, bad_action)
+    keys = jax.random.split(key, num_envs)
+    run = jax.jit(jax.vmap(one, in_axes=(0, None)))
+    traj, bad, reset_obs, reset_state = jax.device_get(run(keys, params))
+    _check_trajectory(check, env, params, (traj, bad, reset_obs, reset_state), bad_action, num_steps)
+
+    # 3. determinism
+    again = jax.device_get(run(keys, params))
+    check(_tree_equal(again, (traj, bad, reset_obs, reset_state)), "the same keys gave different trajectories")
+    if alone:
+        single = jax.device_get(jax.jit(one)(keys[1], params))
+        in_batch = jax.tree_util.tree_map(lambda x: x[1], (traj, bad, reset_obs, reset_state))
+        how = "bit for bit" if exact else "to rtol=2e-3, atol=1e-5"
+        check(
+            _tree_equal(single, in_batch, exact),
+            f"env 1 run alone must give env 1's trajectory of the batch ({how}): does the env depend on the "
+            "batch, or on a value fixed while tracing (e.g. numpy randomness)?",
+        )
+    return traj
+
+
+def _check_step_shapes(check, env, key, params) -> None:
+    """check_env's part 1: the shapes and dtypes of reset, sample_actions and step,
+    traced only (``jax.eval_shape``)."""
+    n = env.num_agents
+    obs_space, act_space = env.observation_space(params), env.action_space(params)
     obs, state = jax.eval_shape(env.reset, key, params)
     _check_obs_shapes(check, obs, obs_space, (n,), "reset's observation")
     acts = jax.eval_shape(env.sample_actions, key, params)
@@ -140,14 +169,13 @@ def check_env(
           f'info["invalid_action"] must be ({n},) bool, got {x.shape} {x.dtype}')
     _check_same_shapes(check, info["final_obs"], obs, 'info["final_obs"]', "the observation")
 
-    # 2. the batched rollout, once compiled
-    bad_action = _out_of_range(act_space)
-    one = _contract_rollout(env, num_steps, bad_action)
-    keys = jax.random.split(key, num_envs)
-    run = jax.jit(jax.vmap(one, in_axes=(0, None)))
-    traj, bad, reset_obs, reset_state = jax.device_get(run(keys, params))
-    done, info = traj.done, traj.info
 
+def _check_trajectory(check, env, params, checked, bad_action, num_steps: int) -> None:
+    """check_env's part 2 on the batch's ``checked = (traj, bad, reset_obs, reset_state)``
+    (numpy leaves, ``(B, T, ...)``)."""
+    traj, bad, reset_obs, reset_state = checked
+    obs_space, act_space = env.observation_space(params), env.action_space(params)
+    done, info = traj.done, traj.info
     observed = (("an observation", traj.obs), ('info["final_obs"]', info["final_obs"]),
                 ("a reset's observation", reset_obs))
     for what, x in observed:
@@ -180,20 +208,6 @@ def check_env(
     for final, got in zip(leaves(info["final_obs"]), leaves(after(traj.obs))):
         check(np.array_equal(final[~done], got[~done]),
               'info["final_obs"] must equal the observation on a step without done')
-
-    # 3. determinism
-    again = jax.device_get(run(keys, params))
-    check(_tree_equal(again, (traj, bad, reset_obs, reset_state)), "the same keys gave different trajectories")
-    if alone:
-        single = jax.device_get(jax.jit(one)(keys[1], params))
-        in_batch = jax.tree_util.tree_map(lambda x: x[1], (traj, bad, reset_obs, reset_state))
-        how = "bit for bit" if exact else "to rtol=2e-3, atol=1e-5"
-        check(
-            _tree_equal(single, in_batch, exact),
-            f"env 1 run alone must give env 1's trajectory of the batch ({how}): does the env depend on the "
-            "batch, or on a value fixed while tracing (e.g. numpy randomness)?",
-        )
-    return traj
 
 
 def _contract_rollout(env, num_steps: int, bad_action):

@@ -87,7 +87,7 @@ from socialjax.reproduce.core import (
     ordered_verdict,
     sign_verdict,
 )
-from socialjax.rollout import scan_steps
+from socialjax.rollout import infos, scan_steps
 
 # ----------------------------------------------------------------------------- GovSim
 FRACTIONS = tuple(round(0.05 * k, 2) for k in range(1, 21))  # the group's fraction of the stock, 0.05 .. 1
@@ -165,16 +165,12 @@ def govsim_sweep(keys: jax.Array, fractions: jax.Array, games: int) -> dict[str,
     def game(f, u, key):
         share = f * jnp.exp(HETEROGENEITY * jnp.sqrt(3.0) * (2.0 * u[0] - 1.0))  # (N,)
 
-        def ask(u_t, obs, state):
-            tons = jnp.floor(share * state.stock / N + u_t)  # unbiased rounding to whole tons
-            return jnp.clip(tons, 0, L - 1).astype(jnp.int32)
+        def ask(u_t, obs, state):  # unbiased rounding to whole tons
+            return jnp.clip(jnp.floor(share * state.stock / N + u_t), 0, L - 1).astype(jnp.int32)
 
-        def per_month(carry, step):
-            return carry, (step.info["collapsed"], step.info["total_harvest"])
-
-        # every month steps with the game's key
-        collapsed, catch = scan_steps(env, env.reset(key, params), ask, keys=jnp.broadcast_to(key, (T,)), inputs=u[1:],
-                                      params=params, record=per_month, auto_reset=False).records
+        keys = jnp.broadcast_to(key, (T,))  # every month steps with the game's key
+        collapsed, catch = scan_steps(env, env.reset(key, params), ask, keys=keys, inputs=u[1:], params=params,
+                                      record=infos("collapsed", "total_harvest"), auto_reset=False).records
         return collapsed[-1], T - collapsed.sum(), catch.sum()
 
     def seed(key):

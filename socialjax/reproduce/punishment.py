@@ -76,7 +76,7 @@ from socialjax.reproduce.core import (
     ordered_verdict,
     sign_verdict,
 )
-from socialjax.rollout import scan_steps
+from socialjax.rollout import infos, scan_steps
 
 # Fehr & Gaechter 2000: 10 periods per treatment; Fehr & Gaechter 2002: 6.
 PERIODS = {"2000": 10, "2002": 6}
@@ -174,16 +174,10 @@ def session(env, params, key: jax.Array, punish) -> dict[str, jax.Array]:
     key_types, key_first, key_reset, key_run = jax.random.split(key, 4)
     types = jax.random.permutation(key_types, jnp.where(jnp.arange(N) < COOPERATORS, CONDITIONAL, FREE_RIDER))
     first = jax.random.randint(key_first, (N,), 0, e + 1).astype(jnp.float32)
-
-    def policy(_, obs, state):
-        return scripted_actions(env, obs, types, first, params, punish)
-
-    def per_step(carry, step):
-        return carry, (step.info["contributed"], step.info["period_payoff"], step.info["points_received"])
-
-    contributed, payoff, received = scan_steps(env, env.reset(key_reset, params), policy, params=params,
-                                               keys=jax.random.split(key_run, env.episode_length), record=per_step,
-                                               auto_reset=False).records
+    contributed, payoff, received = scan_steps(
+        env, env.reset(key_reset, params), lambda _, obs, s: scripted_actions(env, obs, types, first, params, punish),
+        keys=jax.random.split(key_run, env.episode_length), params=params, auto_reset=False,
+        record=infos("contributed", "period_payoff", "points_received")).records
 
     def per_period(x):  # (T, N) -> (P,) mean over members of each period's total
         return x.reshape(env.num_periods, env.steps_per_period, N).sum(axis=1).mean(axis=1)
