@@ -122,17 +122,7 @@ def check_env(
     _check_trajectory(check, env, params, (traj, bad, reset_obs, reset_state), bad_action, num_steps)
 
     # 3. determinism
-    again = jax.device_get(run(keys, params))
-    check(_tree_equal(again, (traj, bad, reset_obs, reset_state)), "the same keys gave different trajectories")
-    if alone:
-        single = jax.device_get(jax.jit(one)(keys[1], params))
-        in_batch = jax.tree_util.tree_map(lambda x: x[1], (traj, bad, reset_obs, reset_state))
-        how = "bit for bit" if exact else "to rtol=2e-3, atol=1e-5"
-        check(
-            _tree_equal(single, in_batch, exact),
-            f"env 1 run alone must give env 1's trajectory of the batch ({how}): does the env depend on the "
-            "batch, or on a value fixed while tracing (e.g. numpy randomness)?",
-        )
+    _check_determinism(check, run, one if alone else None, keys, params, (traj, bad, reset_obs, reset_state), exact)
     return traj
 
 
@@ -208,6 +198,22 @@ def _check_trajectory(check, env, params, checked, bad_action, num_steps: int) -
     for final, got in zip(leaves(info["final_obs"]), leaves(after(traj.obs))):
         check(np.array_equal(final[~done], got[~done]),
               'info["final_obs"] must equal the observation on a step without done')
+
+
+def _check_determinism(check, run, one, keys, params, checked, exact: bool) -> None:
+    """check_env's part 3: ``run`` (the batch) again gives ``checked``, and ``one`` (env 1
+    alone; ``None``: not compared) gives env 1 of the batch."""
+    again = jax.device_get(run(keys, params))
+    check(_tree_equal(again, checked), "the same keys gave different trajectories")
+    if one is not None:
+        single = jax.device_get(jax.jit(one)(keys[1], params))
+        in_batch = jax.tree_util.tree_map(lambda x: x[1], checked)
+        how = "bit for bit" if exact else "to rtol=2e-3, atol=1e-5"
+        check(
+            _tree_equal(single, in_batch, exact),
+            f"env 1 run alone must give env 1's trajectory of the batch ({how}): does the env depend on the "
+            "batch, or on a value fixed while tracing (e.g. numpy randomness)?",
+        )
 
 
 def _contract_rollout(env, num_steps: int, bad_action):
