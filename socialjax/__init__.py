@@ -12,6 +12,7 @@ from socialjax.core import (
     registered_envs,
 )
 from socialjax import metrics
+from socialjax.rollout import rollout
 from socialjax import testing
 from socialjax import viz
 from socialjax.envs import register_all as _register_all
@@ -33,6 +34,7 @@ __all__ = [
     "make",
     "metrics",
     "registered_envs",
+    "rollout",
     "testing",
     "viz",
 ]

@@ -1,4 +1,5 @@
-"""Tools for testing environments: a compiled rollout, the contract checks, a retrace guard.
+"""Tools for testing environments: the contract checks, a retrace guard, and the library
+rollout (:func:`socialjax.rollout.rollout`, re-exported here).
 
 For anyone writing an environment (and for socialjax's own tests)::
 
@@ -21,7 +22,7 @@ works for wrappers too. Shapes: ``N = num_agents``, ``T = num_steps``, ``B`` env
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, NamedTuple
+from typing import Callable
 
 import jax
 import jax.numpy as jnp
@@ -29,113 +30,9 @@ import numpy as np
 
 from socialjax.core.spaces import Box, Dict, Discrete, Space
 from socialjax.core.wrappers import Wrapper
+from socialjax.rollout import Trajectory, rollout, rollout_keys
 
 __all__ = ["Trajectory", "assert_max_traces", "check_env", "rollout"]
-
-#: ``policy(key, obs, state) -> actions (N, *action_shape)``, jittable
-Policy = Callable[[jax.Array, Any, Any], jax.Array]
-
-
-# --------------------------------------------------------------------------- rollout
-class Trajectory(NamedTuple):
-    """The steps of a :func:`rollout`, stacked on a leading time axis (after the batch
-    axis ``B`` when several keys were given: ``(B, T, ...)``).
-
-    - ``obs``: ``(T + 1, N, ...)``: ``obs[0]`` from ``reset``, ``obs[t + 1]`` returned by
-      step ``t`` (on a ``done`` step: the next episode's first observation). So
-      ``obs[:-1]`` is what each step's actions were chosen from.
-    - ``state``: the states likewise, ``(T + 1, ...)`` leaves.
-    - ``actions``: ``(T, N, *action_shape)``, as passed to ``step`` (before any
-      out-of-range action is replaced by the no-op).
-    - ``reward``: ``(T, N)``; ``done``: ``(T,)``; ``info``: ``(T, ...)`` leaves.
-    """
-
-    obs: Any
-    state: Any
-    actions: jax.Array
-    reward: jax.Array
-    done: jax.Array
-    info: dict
-
-
-def rollout(
-    env,
-    key: jax.Array,
-    num_steps: int,
-    *,
-    params=None,
-    actions: jax.Array | None = None,
-    policy: Policy | None = None,
-) -> Trajectory:
-    """``num_steps`` steps of ``env`` from a reset, as one ``lax.scan``.
-
-    A pure function: wrap it in ``jax.jit`` (it compiles once per ``env``,
-    ``num_steps``, ``policy`` and shapes) and ``vmap`` it over anything, e.g. params.
-
-    Args:
-        env: an environment or wrapper.
-        key: a ``jax.random.key``, or ``B`` of them (shape ``(B,)``): then ``B``
-            environments are vmapped and every leaf gets a leading ``B`` axis.
-        num_steps: ``T >= 0``; the environment auto-resets on ``done``.
-        params: passed to ``reset`` and ``step`` (``None``: the defaults); may be traced.
-        actions: ``(T, N, *action_shape)``: the actions of each step (the same for
-            every env of a batch), instead of random ones.
-        policy: ``policy(key, obs, state) -> (N, *action_shape)`` actions, instead of
-            random ones.
-
-    Random actions (neither given) are ``env.sample_actions(key_act, params)``. Keys:
-    ``key_reset, key_run = split(key)``; step ``t`` uses
-    ``key_act, key_step = split(split(key_run, T)[t])``.
-    """
-    if actions is not None and policy is not None:
-        raise ValueError("rollout: pass actions or policy, not both")
-    if isinstance(num_steps, bool) or not isinstance(num_steps, (int, np.integer)) or num_steps < 0:
-        raise ValueError(f"rollout: num_steps must be a non-negative int, got {num_steps!r}")
-    num_steps = int(num_steps)
-    if _key_batch_ndim(key) == 1:
-        return jax.vmap(lambda k: rollout(env, k, num_steps, params=params, actions=actions, policy=policy))(key)
-    if actions is not None:
-        actions = jnp.asarray(actions)
-        if actions.shape[:1] != (num_steps,):
-            raise ValueError(f"rollout: actions must have a leading axis of num_steps={num_steps}, got {actions.shape}")
-
-    key_reset, key_act, key_step = _step_keys(key, num_steps)
-    obs0, state0 = env.reset(key_reset, params)
-
-    def body(carry, x):
-        obs, state = carry
-        k_act, k_step, given = x
-        if given is not None:
-            a = given
-        elif policy is not None:
-            a = policy(k_act, obs, state)
-        else:
-            a = env.sample_actions(k_act, params)
-        obs, state, reward, done, info = env.step(k_step, state, a, params)
-        # carry the observation only for a policy: random or given actions never read it
-        return (obs if policy is not None else None, state), (obs, state, a, reward, done, info)
-
-    carry = (obs0 if policy is not None else None, state0)
-    _, (obs, state, acts, reward, done, info) = jax.lax.scan(body, carry, (key_act, key_step, actions))
-    prepend = functools.partial(jax.tree_util.tree_map, lambda first, rest: jnp.concatenate([first[None], rest]))
-    return Trajectory(prepend(obs0, obs), prepend(state0, state), acts, reward, done, info)
-
-
-def _key_batch_ndim(key) -> int:
-    """0 for one key, 1 for a ``(B,)`` batch (typed keys, or raw ``(B, 2) uint32`` ones)."""
-    key = jnp.asarray(key) if not isinstance(key, jax.Array) else key
-    typed = jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
-    ndim = key.ndim - (0 if typed else 1)
-    if ndim not in (0, 1):
-        raise ValueError(f"rollout: key must be one key or a (B,) batch of keys, got shape {key.shape}")
-    return ndim
-
-
-def _step_keys(key: jax.Array, num_steps: int) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """``(key_reset, key_act (T,), key_step (T,))``: the keys :func:`rollout` uses."""
-    key_reset, key_run = jax.random.split(key)
-    pairs = jax.vmap(jax.random.split)(jax.random.split(key_run, num_steps))
-    return key_reset, pairs[:, 0], pairs[:, 1]
 
 
 def _auto_reset_key(key_step: jax.Array) -> jax.Array:
@@ -210,11 +107,30 @@ def check_env(
     check(int(num_envs) >= 2, f"check_env needs num_envs >= 2, got {num_envs}")
     check(int(num_steps) >= 1, f"check_env needs num_steps >= 1, got {num_steps}")
     params = env.default_params if params is None else params
-    n = env.num_agents
-    obs_space, act_space = env.observation_space(params), env.action_space(params)
+    act_space = env.action_space(params)
     exact = jax.default_backend() == "cpu" if exact is None else exact
 
     # 1. shapes and dtypes, traced only
+    _check_step_shapes(check, env, key, params)
+
+    # 2. the batched rollout, once compiled
+    bad_action = _out_of_range(act_space)
+    one = _contract_rollout(env, num_steps, bad_action)
+    keys = jax.random.split(key, num_envs)
+    run = jax.jit(jax.vmap(one, in_axes=(0, None)))
+    traj, bad, reset_obs, reset_state = jax.device_get(run(keys, params))
+    _check_trajectory(check, env, params, (traj, bad, reset_obs, reset_state), bad_action, num_steps)
+
+    # 3. determinism
+    _check_determinism(check, run, one if alone else None, keys, params, (traj, bad, reset_obs, reset_state), exact)
+    return traj
+
+
+def _check_step_shapes(check, env, key, params) -> None:
+    """check_env's part 1: the shapes and dtypes of reset, sample_actions and step,
+    traced only (``jax.eval_shape``)."""
+    n = env.num_agents
+    obs_space, act_space = env.observation_space(params), env.action_space(params)
     obs, state = jax.eval_shape(env.reset, key, params)
     _check_obs_shapes(check, obs, obs_space, (n,), "reset's observation")
     acts = jax.eval_shape(env.sample_actions, key, params)
@@ -243,14 +159,13 @@ def check_env(
           f'info["invalid_action"] must be ({n},) bool, got {x.shape} {x.dtype}')
     _check_same_shapes(check, info["final_obs"], obs, 'info["final_obs"]', "the observation")
 
-    # 2. the batched rollout, once compiled
-    bad_action = _out_of_range(act_space)
-    one = _contract_rollout(env, num_steps, bad_action)
-    keys = jax.random.split(key, num_envs)
-    run = jax.jit(jax.vmap(one, in_axes=(0, None)))
-    traj, bad, reset_obs, reset_state = jax.device_get(run(keys, params))
-    done, info = traj.done, traj.info
 
+def _check_trajectory(check, env, params, checked, bad_action, num_steps: int) -> None:
+    """check_env's part 2 on the batch's ``checked = (traj, bad, reset_obs, reset_state)``
+    (numpy leaves, ``(B, T, ...)``)."""
+    traj, bad, reset_obs, reset_state = checked
+    obs_space, act_space = env.observation_space(params), env.action_space(params)
+    done, info = traj.done, traj.info
     observed = (("an observation", traj.obs), ('info["final_obs"]', info["final_obs"]),
                 ("a reset's observation", reset_obs))
     for what, x in observed:
@@ -284,19 +199,21 @@ def check_env(
         check(np.array_equal(final[~done], got[~done]),
               'info["final_obs"] must equal the observation on a step without done')
 
-    # 3. determinism
+
+def _check_determinism(check, run, one, keys, params, checked, exact: bool) -> None:
+    """check_env's part 3: ``run`` (the batch) again gives ``checked``, and ``one`` (env 1
+    alone; ``None``: not compared) gives env 1 of the batch."""
     again = jax.device_get(run(keys, params))
-    check(_tree_equal(again, (traj, bad, reset_obs, reset_state)), "the same keys gave different trajectories")
-    if alone:
+    check(_tree_equal(again, checked), "the same keys gave different trajectories")
+    if one is not None:
         single = jax.device_get(jax.jit(one)(keys[1], params))
-        in_batch = jax.tree_util.tree_map(lambda x: x[1], (traj, bad, reset_obs, reset_state))
+        in_batch = jax.tree_util.tree_map(lambda x: x[1], checked)
         how = "bit for bit" if exact else "to rtol=2e-3, atol=1e-5"
         check(
             _tree_equal(single, in_batch, exact),
             f"env 1 run alone must give env 1's trajectory of the batch ({how}): does the env depend on the "
             "batch, or on a value fixed while tracing (e.g. numpy randomness)?",
         )
-    return traj
 
 
 def _contract_rollout(env, num_steps: int, bad_action):
@@ -315,7 +232,7 @@ def _contract_rollout(env, num_steps: int, bad_action):
             mask = bad.reshape(bad.shape + (1,) * (actions.ndim - 2))
             actions = jnp.where(mask, bad_action, actions)
         traj = rollout(env, key_env, num_steps, params=params, actions=actions)
-        _, _, key_step = _step_keys(key_env, num_steps)
+        _, _, key_step = rollout_keys(key_env, num_steps)
         reset_obs, reset_state = jax.vmap(lambda k: env.reset(_auto_reset_key(k), params))(key_step)
         # keys held in a state compare as their data (numpy cannot hold typed keys)
         return _key_data((traj, bad, reset_obs, _inner_state(env, reset_state)))

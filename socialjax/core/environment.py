@@ -137,10 +137,20 @@ class Environment(Generic[TState, TParams]):
         state: TState,
         actions: jax.Array,
         params: TParams | None = None,
+        *,
+        auto_reset: bool = True,
     ) -> tuple[jax.Array, TState, jax.Array, jax.Array, dict[str, jax.Array]]:
+        """One step. ``auto_reset=False`` (static) keeps the finished episode's state on a
+        ``done`` step instead of starting the next one; with no reset key to split off,
+        the transition then gets ``key`` itself (what a scripted run that plays one
+        episode, or a run past the episode's end, steps with)."""
         params = self._resolve_params(params)
         _check_key(key)
         actions, invalid = self.prepare_actions(actions, params)
+        if not auto_reset:
+            state, reward, done, info = self.transition(key, state, actions, params)
+            obs = self.get_obs(state, params)
+            return obs, state, reward, done, dict(info, invalid_action=invalid, final_obs=obs)
         key_step, key_reset = jax.random.split(key)
         state_st, reward, done, info = self.transition(key_step, state, actions, params)
         state = _select(done, self.initial_state(key_reset, params), state_st)

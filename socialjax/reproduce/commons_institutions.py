@@ -87,6 +87,7 @@ from socialjax.reproduce.core import (
     ordered_verdict,
     sign_verdict,
 )
+from socialjax.rollout import infos, scan_steps
 
 # ----------------------------------------------------------------------------- GovSim
 FRACTIONS = tuple(round(0.05 * k, 2) for k in range(1, 21))  # the group's fraction of the stock, 0.05 .. 1
@@ -163,14 +164,13 @@ def govsim_sweep(keys: jax.Array, fractions: jax.Array, games: int) -> dict[str,
 
     def game(f, u, key):
         share = f * jnp.exp(HETEROGENEITY * jnp.sqrt(3.0) * (2.0 * u[0] - 1.0))  # (N,)
-        state = env.initial_state(key, params)
 
-        def month(state, u_t):
-            tons = jnp.floor(share * state.stock / N + u_t)  # unbiased rounding to whole tons
-            state, _, _, info = env.transition(key, state, jnp.clip(tons, 0, L - 1).astype(jnp.int32), params)
-            return state, (info["collapsed"], info["total_harvest"])
+        def ask(u_t, obs, state):  # unbiased rounding to whole tons
+            return jnp.clip(jnp.floor(share * state.stock / N + u_t), 0, L - 1).astype(jnp.int32)
 
-        _, (collapsed, catch) = jax.lax.scan(month, state, u[1:])
+        keys = jnp.broadcast_to(key, (T,))  # every month steps with the game's key
+        collapsed, catch = scan_steps(env, env.reset(key, params), ask, keys=keys, inputs=u[1:], params=params,
+                                      record=infos("collapsed", "total_harvest"), auto_reset=False).records
         return collapsed[-1], T - collapsed.sum(), catch.sum()
 
     def seed(key):
@@ -247,18 +247,17 @@ def learn_institutions(keys: jax.Array, iterations: int, batch: int, lr: float =
         return jnp.stack([jnp.argmax(logits[:, starts[h]:starts[h + 1]], axis=1) for h in range(3)], axis=1)
 
     def episode(theta, on, params, gumbel, key):  # gumbel (T, N, width)
-        state = env.initial_state(key, params)
 
-        def round_(state, inputs):
-            g, k = inputs
-            feat = _features(env, env.get_obs(state, params), params)
-            a = arm_actions(env, act(theta, feat, g).astype(jnp.int32), on)
-            state, r, _, info = env.transition(k, state, a, params)
-            return state, (feat, a, r, info["harvest"].sum(), info["fine"].sum(), info["monitored"].mean(),
-                           info["quota"])
+        def policy(g, obs, state):
+            return arm_actions(env, act(theta, _features(env, obs, params), g).astype(jnp.int32), on)
 
-        _, out = jax.lax.scan(round_, state, (gumbel, jax.random.split(key, T)))
-        return out
+        def per_round(carry, step):
+            info = step.info
+            return carry, (_features(env, step.obs, params), step.actions, step.reward, info["harvest"].sum(),
+                           info["fine"].sum(), info["monitored"].mean(), info["quota"])
+
+        return scan_steps(env, env.reset(key, params), policy, keys=jax.random.split(key, T), inputs=gumbel,
+                          params=params, record=per_round, auto_reset=False).records
 
     def log_prob(theta, on, feat, a):  # feat (..., N, F), a (..., N, 3) -> (..., N)
         logits = jnp.einsum("...nf,nfa->...na", feat, theta)

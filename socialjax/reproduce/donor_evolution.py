@@ -68,6 +68,7 @@ from socialjax.reproduce.core import (
     ordered_verdict,
     sign_verdict,
 )
+from socialjax.rollout import scan_steps
 
 # Vallinder & Hughes 2024: 12 agents (the env's default), 10 generations, multiplier 2
 # with ablations 1.5 and 3, costly punishment as a variant (the paper, and the
@@ -125,16 +126,17 @@ def generation_accounts(env, params, key: jax.Array, thetas: jax.Array) -> dict[
     resources punishment destroyed (what punishers paid plus the fines applied)."""
     from socialjax.agents import donor_strategies as ds
 
-    obs, state = env.reset(jax.random.fold_in(key, 0), params)
 
-    def body(carry, t):
-        obs, state = carry
-        actions = ds.act(thetas, obs, env.trace_depth, env.punishment)
-        obs, state, _, _, info = env.step(jax.random.fold_in(key, t + 1), state, actions, params)
-        loss = jnp.sum(info["punish_cost"]) + jnp.sum(info["fine"])
-        return (obs, state), (jnp.sum(info["donated"]), loss, info["generation_final_resources"])
+    def policy(_, obs, state):
+        return ds.act(thetas, obs, env.trace_depth, env.punishment)
 
-    _, (donated, loss, finals) = jax.lax.scan(body, (obs, state), jnp.arange(env.episode_length))
+    def per_step(carry, step):
+        loss = jnp.sum(step.info["punish_cost"]) + jnp.sum(step.info["fine"])
+        return carry, (jnp.sum(step.info["donated"]), loss, step.info["generation_final_resources"])
+
+    keys = jax.vmap(lambda t: jax.random.fold_in(key, t + 1))(jnp.arange(env.episode_length))  # step t: key t + 1
+    donated, loss, finals = scan_steps(env, env.reset(jax.random.fold_in(key, 0), params), policy, keys=keys,
+                                       params=params, record=per_step).records
     per_game = env.num_agents * env.games_per_generation
     return {"evolved resources": jnp.mean(finals[-1]), "evolved donated": jnp.sum(donated) / per_game,
             "evolved punishment loss": jnp.sum(loss) / per_game}

@@ -76,6 +76,7 @@ from socialjax.reproduce.core import (
     ordered_verdict,
     sign_verdict,
 )
+from socialjax.rollout import infos, scan_steps
 
 # Fehr & Gaechter 2000: 10 periods per treatment; Fehr & Gaechter 2002: 6.
 PERIODS = {"2000": 10, "2002": 6}
@@ -173,14 +174,10 @@ def session(env, params, key: jax.Array, punish) -> dict[str, jax.Array]:
     key_types, key_first, key_reset, key_run = jax.random.split(key, 4)
     types = jax.random.permutation(key_types, jnp.where(jnp.arange(N) < COOPERATORS, CONDITIONAL, FREE_RIDER))
     first = jax.random.randint(key_first, (N,), 0, e + 1).astype(jnp.float32)
-    state = env.initial_state(key_reset, params)
-
-    def step(state, key):
-        actions = scripted_actions(env, env.get_obs(state, params), types, first, params, punish)
-        state, _, _, info = env.transition(key, state, actions, params)
-        return state, (info["contributed"], info["period_payoff"], info["points_received"])
-
-    _, (contributed, payoff, received) = jax.lax.scan(step, state, jax.random.split(key_run, env.episode_length))
+    contributed, payoff, received = scan_steps(
+        env, env.reset(key_reset, params), lambda _, obs, s: scripted_actions(env, obs, types, first, params, punish),
+        keys=jax.random.split(key_run, env.episode_length), params=params, auto_reset=False,
+        record=infos("contributed", "period_payoff", "points_received")).records
 
     def per_period(x):  # (T, N) -> (P,) mean over members of each period's total
         return x.reshape(env.num_periods, env.steps_per_period, N).sum(axis=1).mean(axis=1)

@@ -1,6 +1,6 @@
 """Rollouts rendered to RGB frames, and frames saved as GIF / MP4 or shown in Jupyter.
 
-The rollout is one compiled ``lax.scan`` (:func:`socialjax.testing.rollout`) whose
+The rollout is one compiled ``lax.scan`` (:func:`socialjax.rollout.rollout`) whose
 states are rendered with the environment's own ``render(state) -> (8 H, 8 W, 3) uint8``
 in the same compiled call, so only the frames leave the device. Export runs on the
 host afterwards::
@@ -26,7 +26,7 @@ import jax
 import numpy as np
 
 from socialjax.core.wrappers import Wrapper
-from socialjax.testing import rollout
+from socialjax.rollout import rollout
 
 #: file extensions :func:`save_video` understands
 VIDEO_EXTENSIONS = (".gif", ".mp4")

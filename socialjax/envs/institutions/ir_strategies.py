@@ -27,6 +27,7 @@ from socialjax.envs.institutions.indirect_reciprocity import (
     IndirectReciprocity,
     IndirectReciprocityParams,
 )
+from socialjax.rollout import scan_steps
 
 # Scripted strategy ids
 ALLC, ALLD, DISC = 0, 1, 2
@@ -104,15 +105,15 @@ def play_rounds(env: IndirectReciprocity, state, strategy_ids: jax.Array, key: j
     (``rounds`` static). Returns the final state, each agent's summed reward ``(N,)``
     and the number of donations made."""
 
-    def play_round(carry, key):
-        state, payoff, coop = carry
-        actions = strategy_actions(strategy_ids, env.get_obs(state, params))
-        state, reward, _, info = env.transition(key, state, actions, params)
-        return (state, payoff + reward, coop + jnp.sum(info["cooperated"])), None
+    def tally(carry, step):
+        payoff, coop = carry
+        return (payoff + step.reward, coop + jnp.sum(step.info["cooperated"])), None
 
-    init = (state, jnp.zeros(env.num_agents, jnp.float32), jnp.zeros((), jnp.int32))
-    (state, payoff, coop), _ = jax.lax.scan(play_round, init, jax.random.split(key, rounds))
-    return state, payoff, coop
+    run = scan_steps(env, (env.get_obs(state, params), state), lambda _, obs, s: strategy_actions(strategy_ids, obs),
+                     keys=jax.random.split(key, rounds), params=params, record=tally, auto_reset=False,
+                     carry=(jnp.zeros(env.num_agents, jnp.float32), jnp.zeros((), jnp.int32)))
+    payoff, coop = run.carry
+    return run.state, payoff, coop
 
 
 def evolve_strategies(
