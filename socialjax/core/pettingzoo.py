@@ -137,10 +137,14 @@ class PettingZooAdapter(ParallelEnv):
         self, key: jax.Array, state: Any, actions: jax.Array, params: EnvParams
     ) -> tuple[jax.Array, Any, Any, jax.Array, jax.Array, dict[str, jax.Array]]:
         key, key_now = jax.random.split(key)
-        # the key Environment.step gives transition (it splits into step and reset keys)
+        # the key an auto-resetting step gives its transition (it splits off a reset key), so
+        # that this episode has the bits of the same episode under Environment.step
         key_step = jax.random.split(key_now)[0]
-        state, reward, done, info = self.env.transition(key_step, state, actions, params)
-        return key, self.env.get_obs(state, params), state, reward, done, info
+        obs, state, reward, done, info = self.env.step(key_step, state, actions, params, auto_reset=False)
+        # the episode ends here (PettingZoo empties agents): no bootstrap observation; actions
+        # were checked by _stack_actions, so no invalid ones are flagged
+        info = {k: v for k, v in info.items() if k not in ("final_obs", "invalid_action")}
+        return key, obs, state, reward, done, info
 
     # -------------------------------------------------------------- Parallel API
     def reset(
