@@ -60,7 +60,7 @@ import socialjax as sj
 from socialjax.train import TrainConfig, make_train, run_keys
 from socialjax.train.run import compile_blocks, device_program, lay_out, place_blocks
 from socialjax.train.presets import get_preset
-from socialjax.cli import _option, config_overrides
+from socialjax.cli.common import config_overrides, key_value
 
 from check_io import compiled, timed  # scripts/check_io.py, shared with the accelerator check
 
@@ -356,7 +356,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--rollout", type=int, default=128, help="cleanup: rollout length (paper: 1000)")
     p.add_argument("--updates", type=int, default=4, help="cleanup: updates per call")
     p.add_argument("--minibatches", type=int, default=4, help="cleanup: PPO minibatches per epoch")
-    p.add_argument("--set", dest="overrides", type=_option, action="append", default=[], metavar="KEY=VALUE",
+    p.add_argument("--set", dest="overrides", type=key_value, action="append", default=[], metavar="KEY=VALUE",
                    help="cleanup/single/cost: override a TrainConfig field (as `socialjax train --set`)")
     p.add_argument("--variants", default=",".join(COST_VARIANTS),
                    help="cost: comma-separated seating/network/conv/precision entries")

@@ -1,5 +1,6 @@
-"""Throughput of every registered environment under random actions:
-``socialjax bench`` (and ``python scripts/bench_envs.py``, the same program).
+"""Throughput of every registered environment under random actions, measured here and
+run from the command line by ``socialjax bench`` (:mod:`socialjax.cli.bench`; also
+``python scripts/bench_envs.py``, the same program).
 
 For each env and batch size B, one jitted call runs ``lax.scan`` over T steps of a
 ``vmap`` of B environments. Inside the timed loop: a fresh random key per env per
@@ -16,12 +17,9 @@ median of ``--repeats`` timed calls, each ended with ``block_until_ready``.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import platform
 import statistics
-import sys
 import time
 from typing import Any, Callable
 
@@ -29,7 +27,6 @@ import jax
 import jax.numpy as jnp
 
 import socialjax as sj
-from socialjax.train.compilation import active_cache_dir
 
 DEFAULT_BATCH_SIZES = (1, 64, 1024, 16384)
 # Adaptive T: about STEP_BUDGET env-steps per timed call (long enough to time, short enough
@@ -134,92 +131,27 @@ def markdown_table(results: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="socialjax bench", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--envs", default=None, help="comma-separated env names (default: all registered)")
-    parser.add_argument("--batch-sizes", default=",".join(map(str, DEFAULT_BATCH_SIZES)))
-    parser.add_argument(
-        "--steps", type=int, default=None,
-        help=f"scan steps T per call (default adaptive: clip({STEP_BUDGET:,} // B, {MIN_STEPS}, {MAX_STEPS}))",
-    )
-    parser.add_argument("--budget", type=int, default=STEP_BUDGET,
-                        help=f"env-steps per timed call for the adaptive T (default {STEP_BUDGET:,})")
-    parser.add_argument("--repeats", type=int, default=5, help="timed calls per configuration (median reported)")
-    parser.add_argument("--obs-mode", choices=("codes", "rgb"), default="codes",
-                        help="grid games: compact integer codes (default) or RGB sprites; "
-                             "envs without the option are skipped in rgb mode")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--json", default=None, metavar="PATH", help="write the raw results here")
-    parser.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
-    return parser.parse_args(argv)
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    names = args.envs.split(",") if args.envs else sj.registered_envs()
-    unknown = [n for n in names if n not in sj.registered_envs()]
-    if unknown:
-        raise SystemExit(f"unknown environment(s) {unknown}; `socialjax envs` lists them")
-    try:
-        batch_sizes = [int(b) for b in args.batch_sizes.split(",")]
-    except ValueError:
-        raise SystemExit(f"--batch-sizes must be comma-separated integers, got {args.batch_sizes!r}") from None
-    if args.repeats < 1 or any(b < 1 for b in batch_sizes) or (args.steps is not None and args.steps < 1):
-        raise SystemExit("--repeats, --batch-sizes and --steps must be positive")
-    if args.json:
-        from socialjax.train import store
-
-        try:
-            store.check_out_file(args.json, overwrite=args.overwrite, suffixes=(".json",))
-        except store.OutputError as err:
-            raise SystemExit(f"--json: {err}") from None
-
-    info = machine()
-    print(f"machine: {info['cpu']} ({info['cpu_count']} CPUs), {info['platform']}")
-    print(f"jax {info['jax']}, backend {info['backend']}, devices {info['devices']}")
-    print(f"load average at start (1, 5, 15 min): {info['load_average_1_5_15min']}")
-    cache = active_cache_dir()  # set by the user (JAX_COMPILATION_CACHE_DIR); `socialjax bench` never sets it
-    if cache:
-        print(f"note: JAX's persistent compilation cache is on ({cache}): a program compiled before is read back, "
-              "so 'compile s' may not be a cold compile")
-    steps_rule = f"T = {args.steps}" if args.steps else (
-        f"T = clip({args.budget:,} // B, {MIN_STEPS}, {MAX_STEPS}) (adaptive)"
-    )
-    print(f"batch sizes {batch_sizes}; {steps_rule}; median of {args.repeats} calls; default params\n")
-
+def measure(names: list[str], batch_sizes: list[int], *, steps: int | None, budget: int, repeats: int,
+            seed: int, obs_mode: str,
+            report: Callable[[dict[str, Any]], None] | None = None) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """:func:`bench` for every env in ``names`` (default params; ``obs_mode="rgb"``: RGB
+    observations) and every batch size B, T = ``steps`` or :func:`adaptive_steps`.
+    Returns the rows (``report`` sees each as it is measured) and ``{name: why}`` for the
+    envs skipped (in rgb mode, those without RGB observations)."""
     results, skipped = [], {}
     for name in names:
-        options = {"obs_mode": "rgb"} if args.obs_mode == "rgb" else {}
+        options = {"obs_mode": "rgb"} if obs_mode == "rgb" else {}
         try:
             env = sj.make(name, **options)
         except ValueError as exc:
-            if args.obs_mode != "rgb":
+            if obs_mode != "rgb":
                 raise
             skipped[name] = f"no RGB observations ({exc})"
             continue
         for batch in batch_sizes:
-            steps = args.steps or adaptive_steps(batch, args.budget)
-            r = bench(env, batch, steps, args.repeats, args.seed)
+            r = bench(env, batch, steps or adaptive_steps(batch, budget), repeats, seed)
             r["obs_mode"] = getattr(env, "obs_mode", "native")
             results.append(r)
-            print(
-                f"{name:>16} B={batch:<6} T={steps:<5} {r['env_steps_per_s']:>14,.0f} env-steps/s  "
-                f"compile {r['compile_s']:.2f}s", file=sys.stderr, flush=True,
-            )
-
-    print(markdown_table(results))
-    for name, why in skipped.items():
-        print(f"\nskipped {name}: {why}")
-    end_load = list(os.getloadavg())
-    print(f"\nload average at end (1, 5, 15 min): {end_load}")
-    if args.json:
-        info["load_average_end"] = end_load
-        from socialjax.train import store
-
-        with store.replacing(args.json) as tmp, open(tmp, "w") as f:
-            json.dump({"machine": info, "args": vars(args), "results": results, "skipped": skipped}, f, indent=2)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+            if report is not None:
+                report(r)
+    return results, skipped

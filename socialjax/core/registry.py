@@ -49,6 +49,22 @@ def describe_envs() -> dict[str, str]:
     return {n: _REGISTRY[n].description for n in registered_envs()}
 
 
+def is_registered(name: str) -> bool:
+    """Whether ``name`` is a registered environment."""
+    return name in _REGISTRY
+
+
+def env_target(name: str) -> str:
+    """The ``"module:attribute"`` registered as ``name`` (``KeyError`` if it is not)."""
+    return _REGISTRY[name].target
+
+
+def env_class(name: str) -> Callable[..., Environment]:
+    """The environment class registered as ``name``, imported but not built
+    (``KeyError`` if it is not registered)."""
+    return _load(env_target(name))
+
+
 def load_all() -> None:
     """Import the module of every registered environment (their import defines the
     games' cell codes and colours, e.g. for the colour legend)."""

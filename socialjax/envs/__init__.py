@@ -1,6 +1,6 @@
 """Environment families. Each is registered by name here and imported lazily by ``make``."""
 
-from socialjax.core.registry import _REGISTRY, register
+from socialjax.core.registry import is_registered, register
 
 _ENVS = {
     # name: (target, description, preset options)
@@ -173,5 +173,5 @@ _ENVS = {
 
 def register_all() -> None:
     for name, (target, description, preset) in _ENVS.items():
-        if name not in _REGISTRY:
+        if not is_registered(name):
             register(name, target, description, **preset)

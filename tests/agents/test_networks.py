@@ -266,7 +266,7 @@ def test_conv_and_precision_settings_are_checked_and_resolved():
     """``conv="auto"`` is the patch product on the CPU backend and XLA's convolution
     elsewhere, resolved when the learner is built; unknown values are rejected before
     anything is compiled; ``socialjax train --set conv=xla`` reaches the config."""
-    from socialjax.cli import _option, config_overrides
+    from socialjax.cli.common import config_overrides, key_value
 
     assert resolve_conv("auto", "cpu") == "patch"
     assert resolve_conv("auto", "gpu") == resolve_conv("auto", "tpu") == "xla"
@@ -288,5 +288,5 @@ def test_conv_and_precision_settings_are_checked_and_resolved():
     assert config_module.NETWORKS == networks.ENCODERS
     assert config_module.CONVS == networks.CONVS
     assert config_module.PRECISIONS == tuple(networks.PRECISIONS)
-    overrides = config_overrides([_option("conv=xla"), _option("precision=bfloat16"), _option("network=cnn_sj")])
+    overrides = config_overrides([key_value("conv=xla"), key_value("precision=bfloat16"), key_value("network=cnn_sj")])
     assert TrainConfig().replace(**overrides) == TrainConfig(conv="xla", precision="bfloat16", network="cnn_sj")

@@ -68,7 +68,7 @@ def first_of_its_class(name: str) -> bool:
     """Whether ``name`` is the first registered name of its environment class: the
     comparison with a run alone (a second compilation) is made once per class (the
     other names of a class differ in map or preset, not in how the step batches)."""
-    target = lambda n: registry._REGISTRY[n].target  # noqa: E731
+    target = registry.env_target
     return next(n for n in sj.registered_envs() if target(n) == target(name)) == name
 
 

@@ -5,9 +5,14 @@ from __future__ import annotations
 
 import argparse
 
+from socialjax.cli.common import add_cache_flag, positive_int, use_compile_cache
+from socialjax.reproduce import ENTRIES, get_entry, reproduce
+from socialjax.reproduce.core import FIGURE_FILE, TABLE_FILE, format_table
+from socialjax.train import store
 
-def add_parser(sub, positive_int) -> argparse.ArgumentParser:
-    cmd = sub.add_parser(
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    cmd = subparsers.add_parser(
         "reproduce", help="rerun a published experiment and compare with the paper (--list shows them)",
         description="Rerun a published experiment: train every condition, write the figure with the published "
                     "values overlaid, a published-vs-ours table with 95%% intervals over seeds, and a verdict "
@@ -23,14 +28,13 @@ def add_parser(sub, positive_int) -> argparse.ArgumentParser:
     cmd.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
     cmd.add_argument("--quiet", action="store_true", help="no progress lines")
     cmd.set_defaults(subparser=cmd)
+    add_cache_flag(cmd)
     return cmd
 
 
-def main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    from socialjax.reproduce import ENTRIES, get_entry, reproduce
-    from socialjax.reproduce.core import FIGURE_FILE, TABLE_FILE, format_table
-    from socialjax.train import store
-
+def main(args: argparse.Namespace) -> int:
+    use_compile_cache(args)
+    parser = args.subparser
     if args.list:
         for entry in ENTRIES.values():
             print(f"{entry.name:20s} {entry.title}  [{entry.citation}]")

@@ -1,0 +1,62 @@
+"""Command line: ``socialjax envs | train | evaluate | render | results | bench``.
+
+``socialjax train PRESET`` trains a population (presets: :mod:`socialjax.train.presets`;
+``--set field=value`` overrides any :class:`~socialjax.train.TrainConfig` field, a list
+value is a sweep) and writes metrics, a checkpoint, learning curves and a summary, as
+one folder written whole (never over an earlier result without ``--overwrite``);
+``--checkpoint-every K`` saves the training state every K updates and ``socialjax train
+--resume DIR`` continues an unfinished run;
+``socialjax train donor-evolution`` runs the cultural evolution of donor-game
+strategies. Over several processes (machines), start ``socialjax train ... --coordinator
+HOST:PORT --num-processes N --process-id I`` once per process: ``jax.distributed`` joins
+them, every process's devices get runs, and process 0 alone writes the results.
+``socialjax evaluate DIR`` plays a trained population from its checkpoint;
+``socialjax render --env cleanup --out cleanup.gif`` renders a random rollout of a grid
+game to a GIF / MP4, and ``--checkpoint DIR`` renders the trained population instead.
+``socialjax results DIR`` prints a saved run's summary (``--csv OUT``: a long table).
+``socialjax bench --envs cleanup --batch-sizes 1,64`` measures env-steps/s and
+agent-steps/s under random actions on this machine (:mod:`socialjax.bench`).
+
+The commands that compile (train, evaluate, render, reproduce) keep compiled programs in
+JAX's persistent compilation cache (:mod:`socialjax.train.compilation`), so a rerun
+starts in seconds; ``--no-compile-cache`` (or ``SOCIALJAX_COMPILATION_CACHE=0``) turns it
+off. ``socialjax cache`` shows the cache folder and its size; ``--clear`` empties it.
+``socialjax bench`` never uses the cache: it measures compile time.
+
+Each command is a module of this package (:data:`COMMANDS`): ``add_parser(subparsers)``
+declares its flags and help, ``main(args)`` runs it; what several share (argument
+types, the cache flag, output-folder and saved-run checks, ``--set``) is in
+:mod:`socialjax.cli.common`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from socialjax.cli import bench, cache, envs, evaluate, render, reproduce, results, train
+from socialjax.cli.common import config_overrides
+
+__all__ = ["COMMANDS", "build_parser", "config_overrides", "main"]
+
+# One module per command, in the order `socialjax --help` lists them: each has
+# ``add_parser(subparsers)`` (its flags and help; returns its parser) and
+# ``main(args) -> int`` (run it; a bad argument is a usage error, status 2).
+COMMANDS = (envs, train, evaluate, render, results, reproduce, cache, bench)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="socialjax", description=__doc__.split("\n\n")[0])
+    subparsers = parser.add_subparsers(dest="command")
+    for command in COMMANDS:
+        command.add_parser(subparsers).set_defaults(main=command.main)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(sys.argv[1:] if argv is None else list(argv))
+    if args.command is None:
+        parser.print_help()
+        return 0
+    return args.main(args)

@@ -1,0 +1,125 @@
+"""``socialjax render --env NAME --out FILE`` (a random or no-op rollout of a grid game)
+and ``socialjax render --checkpoint DIR --out FILE`` (a trained population), to a GIF or
+an MP4: every check runs before anything is compiled."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+
+import jax
+import jax.numpy as jnp
+
+from socialjax.cli.common import (add_cache_flag, check_row, ints, key_value, load_run, positive_float, positive_int,
+                                  run_index, use_compile_cache)
+from socialjax.core.registry import env_class, make, registered_envs
+from socialjax.train import store
+from socialjax.train.playback import play
+from socialjax.viz import video
+
+RENDER_POLICIES = ("random", "noop")
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    render = subparsers.add_parser(
+        "render", help="render a rollout of a grid game to a GIF or MP4",
+        description="Render a rollout of a grid environment (one compiled scan) to a GIF (Pillow) or an MP4 "
+                    "(needs: pip install \"socialjax[video]\"), chosen by the extension of --out: random or "
+                    "no-op actions (--env), or a trained population (--checkpoint DIR from socialjax train).")
+    render.add_argument("--env", default=None, help="environment name (see `socialjax envs`)")
+    render.add_argument("--checkpoint", default=None, metavar="DIR",
+                        help="render the trained population saved in DIR (socialjax train --out); the environment "
+                             "comes from the checkpoint")
+    render.add_argument("--run", type=run_index, default=None, metavar="G,S",
+                        help="with --checkpoint: grid point and seed index of the run (default 0,0)")
+    render.add_argument("--greedy", action="store_true", help="with --checkpoint: most likely actions")
+    render.add_argument("--row", type=ints, default=None, metavar="M0,M1,...",
+                        help="with --checkpoint: the member in each seat (see socialjax evaluate --help)")
+    render.add_argument("--steps", type=positive_int, default=200, help="steps to roll out (default 200)")
+    render.add_argument("--out", required=True, help="output file, .gif or .mp4")
+    render.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
+    render.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    render.add_argument("--fps", type=positive_float, default=10.0, help="frames per second (default 10)")
+    render.add_argument("--scale", type=positive_int, default=2,
+                        help="integer upscaling, nearest neighbour (default 2: 16 px per cell)")
+    render.add_argument("--policy", choices=RENDER_POLICIES, default=None,
+                        help="random: uniformly random actions (default); noop: every agent stands still")
+    render.add_argument("--option", type=key_value, action="append", default=[], metavar="KEY=VALUE",
+                        help="environment option for sj.make, repeatable (e.g. --option num_agents=3)")
+    render.set_defaults(subparser=render)  # errors print this command's usage
+    add_cache_flag(render)
+    return render
+
+
+def main(args: argparse.Namespace) -> int:
+    use_compile_cache(args)
+    parser = args.subparser
+    try:
+        out = store.check_out_file(args.out, overwrite=args.overwrite, suffixes=video.VIDEO_EXTENSIONS)
+    except store.OutputError as err:
+        parser.error(f"--out: {err}")
+    if out.suffix.lower() == ".mp4":
+        missing = [m for m in ("imageio", "imageio_ffmpeg") if importlib.util.find_spec(m) is None]
+        if missing:
+            parser.error(f"--out {args.out!r}: MP4 needs {' and '.join(missing)}: {video.MP4_INSTALL_HINT}; "
+                         "or write a .gif")
+    if args.checkpoint is not None:
+        return _render_checkpoint(parser, args, out)
+    if args.run is not None or args.greedy or args.row is not None:
+        parser.error("--run, --row and --greedy apply to a trained population: give --checkpoint DIR")
+    if args.env is None:
+        parser.error("give --env NAME (a random or no-op rollout) or --checkpoint DIR (a trained population)")
+    args.policy = args.policy or "random"
+    try:
+        env = make(args.env, **dict(args.option))
+    except (ValueError, TypeError) as err:
+        parser.error(str(err))
+    if not video.can_render(env):
+        renderable = [n for n in registered_envs() if _renders(n)]
+        parser.error(f"--env {args.env!r} has no rendering (it is not a grid game); "
+                     f"environments that render: {renderable}")
+    policy = None
+    if args.policy == "noop":
+        noop = jnp.full((env.num_agents,), env.noop_action, jnp.int32)
+        policy = lambda key, obs: noop  # noqa: E731
+    frames = video.rollout_frames(env, jax.random.key(args.seed), args.steps, policy=policy)
+    with store.replacing(out) as tmp:
+        video.save_video(frames, tmp, fps=args.fps, scale=args.scale)
+    t, h, w, _ = frames.shape
+    print(f"wrote {out}: {t} frames ({args.steps} steps of {args.env}, {args.policy} policy, seed {args.seed}), "
+          f"{w * args.scale}x{h * args.scale} px, {args.fps:g} fps")
+    return 0
+
+
+def _render_checkpoint(parser: argparse.ArgumentParser, args: argparse.Namespace, out) -> int:
+    """``socialjax render --checkpoint DIR``: the trained population of one run."""
+    given = [flag for flag, value in (("--env", args.env), ("--option", args.option), ("--policy", args.policy))
+             if value]
+    if given:
+        parser.error(f"{', '.join(given)} cannot be combined with --checkpoint: the environment and the policies "
+                     "come from the checkpoint")
+    index = args.run or (0, 0)
+    loaded = load_run(parser, args.checkpoint, index)
+    if not video.can_render(loaded.env):
+        parser.error(f"--checkpoint {args.checkpoint!r}: {loaded.env_name} has no rendering (it is not a grid game); "
+                     "use socialjax evaluate to play it")
+    g, s = index
+    row = check_row(parser, loaded.train, args.row)
+    result = play(loaded.train, loaded.learners(g, s), jax.random.key(args.seed), args.steps, row=row, render=True,
+                  greedy=args.greedy)
+    with store.replacing(out) as tmp:
+        video.save_video(result.frames, tmp, fps=args.fps, scale=args.scale)
+    t, h, w, _ = result.frames.shape
+    returns = ", ".join(f"{r:g}" for r in result.rewards.sum(axis=0))
+    print(f"wrote {out}: {t} frames ({args.steps} steps of {loaded.env_name}, trained population from "
+          f"{loaded.path}, run ({g}, {s}), {'greedy' if args.greedy else 'sampled'} actions, seed {args.seed}), "
+          f"{w * args.scale}x{h * args.scale} px, {args.fps:g} fps; return per seat: {returns}")
+    return 0
+
+
+def _renders(name: str) -> bool:
+    """Whether the registered environment ``name`` has ``render``, without building it."""
+    try:
+        return callable(getattr(env_class(name), "render", None))
+    except Exception:  # an environment that fails to import does not render
+        return False
