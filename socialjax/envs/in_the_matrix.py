@@ -77,17 +77,16 @@ Scripted bots (``scripted_bots``; :func:`socialjax.agents.bots.in_the_matrix.mat
 ``collect_cooperate`` / ``collect_defect`` (aliases per game: ``collect_stag`` /
 ``collect_hare``, ``collect_dove`` / ``collect_hawk``) collect their resource until they
 hold one more of it than of the other, then seek a player in view and interact: the goal
-of Melting Pot's ``Specialist`` puppeteer (``meltingpot/utils/puppeteers/in_the_matrix.py``);
-Melting Pot's bots are trained policies steered by it, ours are scripted.
+of Melting Pot's ``Specialist`` puppeteer (``meltingpot/utils/puppeteers/in_the_matrix.py``),
+which steers trained policies there; ours are scripted.
 
 Departures (ours): Melting Pot observes RGB, where each avatar carries a marker that
 shows whether it is ready and, during a freeze, its payoff's colour band
 (``ReadyToInteractMarker``); the code observation does not show other players'
-readiness. ``READY_TO_SHOOT`` is 1 - timer / cooldown in Melting Pot (0, 0.5, 1); here it
-is the engine's 0/1 flag. Several beams hitting one resource in a step all count, and
-whether a ray passes through a resource is decided from its health at the start of the
-step. The order in which a beam's rays meet players (Lab2D's beam) is replaced by the
-nearest-first rule above.
+readiness. ``READY_TO_SHOOT`` is 1 - timer / cooldown in Melting Pot (0, 0.5, 1), here the
+engine's 0/1 flag. Several beams hitting one resource in a step all count; whether a ray
+passes through a resource is decided from its health at the start of the step; the
+nearest-first rule above replaces the order in which Lab2D's beam meets players.
 """
 
 from __future__ import annotations
@@ -104,102 +103,16 @@ from socialjax.envs.grid import engine as E
 from socialjax.envs.grid import render as R
 from socialjax.envs.grid.base import GridEnv, GridParams, GridState
 from socialjax.envs.grid.maps import parse_map, tile
+from socialjax.envs.melting_pot_maps import ARENA_MAP, REPEATED_MAP, STAG_HUNT_ARENA_MAP, STAG_HUNT_REPEATED_MAP
 
-# -- cell codes (block "in_the_matrix"); colours: RESOURCE1_COLOR (green) and RESOURCE2_COLOR
-# (red) of the *_in_the_matrix configs
+# -- cell codes (block "in_the_matrix"); colours: the configs' RESOURCE1_COLOR, RESOURCE2_COLOR
 BLOCK = "in_the_matrix"
 RESOURCE_1 = R.define_object(BLOCK, 40, "resource 1 (cooperate / stag / dove)", (30, 225, 185))
 RESOURCE_2 = R.define_object(BLOCK, 41, "resource 2 (defect / hare / hawk)", (225, 30, 70))
 NUM_RESOURCES = 2  # NUM_RESOURCES in every config: the matrices are 2x2
 RESOURCE_CODES = (RESOURCE_1, RESOURCE_2)
 
-# -- maps (ASCII_MAP of each config); ``a`` is a random class, ``n`` / ``P`` spawn points
-REPEATED_MAP = """
-WWWWWWWWWWWWWWWWWWWWWWW
-Wn         n         nW
-W   WWW W  W  W WW    W
-W    W 11a W a22 W    W
-Wn  WW 11a W a22 WW  nW
-W      11a   a22      W
-W                     W
-Wn WW  WW  n WW  WWW nW
-W                     W
-W      22a W a11      W
-Wn   W 22a W a11 W   nW
-W    W 22a W a11 WW   W
-W  WWWW W  W  W WWW   W
-Wn         n         nW
-WWWWWWWWWWWWWWWWWWWWWWW
-"""
-STAG_HUNT_REPEATED_MAP = """
-WWWWWWWWWWWWWWWWWWWWWWW
-Wn         n         nW
-W  2WWW W  W  W WW2   W
-W    W 11a W 222 W    W
-Wn  WW 11a W a22 WW  nW
-W      1aa 2 a22      W
-W  2               2  W
-Wn WW  WW2 n WW  WWW nW
-W   2            2    W
-W      22a 2 aa1      W
-Wn   W 22a W a11 W   nW
-W   2W 222 W a11 WW   W
-W  WWWW W  W  W WWW2  W
-Wn         n         nW
-WWWWWWWWWWWWWWWWWWWWWWW
-"""
-ARENA_MAP = """
-WWWWWWWWWWWWWWWWWWWWWWWWW
-WPPPP      W W      PPPPW
-WPPPP               PPPPW
-WPPPP               PPPPW
-WPPPP               PPPPW
-W                       W
-W        11             W
-W        11             W
-W        aa             W
-W    WW     W  222      W
-WW    1a    W  222      W
-WWW   1a  WWWWWWWWW     W
-W     1a    111       WWW
-W           111         W
-W       aa W            W
-W       22 W   WW       W
-W       22     Waaa     W
-W               222     W
-W                       W
-WPPPP               PPPPW
-WPPPP               PPPPW
-WPPPP               PPPPW
-WPPPP         W     PPPPW
-WWWWWWWWWWWWWWWWWWWWWWWWW
-"""
-STAG_HUNT_ARENA_MAP = """
-WWWWWWWWWWWWWWWWWWWWWWWWW
-WPPPPPPP   W W   PPPPPPPW
-WPPPP               PPPPW
-WPPPP               PPPPW
-WPPPP       2222    PPPPW
-WP                     PW
-WP     222222   222    PW
-WP 2     11    11      PW
-W  2     11  a     222  W
-W    WW     W1 11a      W
-WW    21 11 W  11a  2   W
-WWW   21  WWWWWWWWW 2   W
-W   2 aa    111  1a   WWW
-W   2       111  1a     W
-W       aa W        22  W
-W  22   2a Waa WW       W
-WP      22     W222    PW
-WP              222    PW
-WP         222         PW
-WPPPP               PPPPW
-WPPPP               PPPPW
-WPPPP               PPPPW
-WPPPPPPP      W  PPPPPPPW
-WWWWWWWWWWWWWWWWWWWWWWWWW
-"""
+# -- maps: ASCII_MAP of each config (socialjax/envs/melting_pot_maps.py)
 LEGEND = {
     "W": tile(C.WALL),
     "1": tile(RESOURCE_1, "resource"),

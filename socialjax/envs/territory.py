@@ -105,6 +105,7 @@ from socialjax.envs.grid import engine as E
 from socialjax.envs.grid import render as R
 from socialjax.envs.grid.base import END_INTERVAL, MAX_STEPS, MIN_STEPS, GridEnv, GridParams, GridState
 from socialjax.envs.grid.maps import parse_map, tile
+from socialjax.envs.melting_pot_maps import OPEN_MAP, ROOMS_MAP
 
 # ------------------------------------------------------------------ Melting Pot numbers
 NUM_AGENTS = 9  # territory__open.py / territory__rooms.py: default_player_roles ("default",) * 9
@@ -190,57 +191,7 @@ def _define_codes() -> None:
 _define_codes()
 
 # ---------------------------------------------------------------------------- maps
-# territory__open.py ASCII_MAP (CHAR_PREFAB_MAP: P spawn point on floor, "," floor, R a
-# resource wall, F | = T J L walls with highlight sprites)
-OPEN_MAP = """
-F=====================================T
-|,,RRRRR,,RR,,RR,,,,,,RR,,,,,,RR,,,,,,|
-|,,,,,RR,,,,,,RR,,,,,,RR,,,,,,,,,,,,,,|
-|,,,,,RR,,,,,,RR,,,,,,,,,,,,,,,,,,,,,,|
-|,RR,,RR,,,,,,RR,,,,,,,,,,R,,,RR,,,RR,|
-|,,,,,RR,,,,,,RR,,,,,,,,,,R,,,RR,,,,,,|
-|,,,,,RR,,,,,,,,,,RRRR,,,,R,,,,,,,,,,,|
-|,,RR,RR,,,,,,,,,,,,,,,,,,R,,,,,,,,,,,|
-|,,,,,RR,,,,,,,RR,,,,,,,,,R,,,,,,,,,,,|
-|,,,,,RRRR,,,,,,,,,,,,,,,,,,,,,RR,,,,,|
-|,,,,,,,,,,,,,,,,,,,,RR,,,,,,,,,,,,,,,|
-|,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,|
-|,,RRRR,,,RRRRRR,,,,,,,,,,,RR,,,,R,,,,|
-|,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,R,,,,|
-|,,,,,,,,,,,,,,,,RR,,,,,,,,,,,,,,,,P,,|
-|,,,,RR,,,,,,,,,,,,,,,,RR,,,,,,,P,,,,,|
-|,,,,,,,,,RR,,,,,,,,,,,,,,,,,,,,,P,,P,|
-|,,,,,,,,,,,,,,,,,,,,,,,,,,,P,,P,,,,,,|
-|,,,,,,,,,,,,,,,,,,,,,,,,,,,,,P,,,P,,,|
-|,,P,,,,P,,,P,,P,,,P,,,,P,P,,P,,P,,P,,|
-|,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,|
-|,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,|
-L=====================================J
-"""
-# territory__rooms.py ASCII_MAP (the same legend; topology TORUS)
-ROOMS_MAP = """
-JRRRRRLJRRRRRLJRRRRRL
-R,,,,,RR,,,,,RR,,,,,R
-R,,,,,RR,,,,,RR,,,,,R
-R,,P,,RR,,P,,RR,,P,,R
-R,,,,,RR,,,,,RR,,,,,R
-R,,,,,RR,,,,,RR,,,,,R
-TRRRRRFTRRRRRFTRRRRRF
-JRRRRRLJRRRRRLJRRRRRL
-R,,,,,RR,,,,,RR,,,,,R
-R,,,,,RR,,,,,RR,,,,,R
-R,,P,,RR,,P,,RR,,P,,R
-R,,,,,RR,,,,,RR,,,,,R
-R,,,,,RR,,,,,RR,,,,,R
-TRRRRRFTRRRRRFTRRRRRF
-JRRRRRLJRRRRRLJRRRRRL
-R,,,,,RR,,,,,RR,,,,,R
-R,,,,,RR,,,,,RR,,,,,R
-R,,P,,RR,,P,,RR,,P,,R
-R,,,,,RR,,,,,RR,,,,,R
-R,,,,,RR,,,,,RR,,,,,R
-TRRRRRFTRRRRRFTRRRRRF
-"""
+# territory__open.py and territory__rooms.py ASCII_MAP (socialjax/envs/melting_pot_maps.py)
 MAPS = {"open": (OPEN_MAP, False), "rooms": (ROOMS_MAP, True)}  # name -> (ASCII, torus)
 LEGEND = {
     **{ch: tile(C.WALL) for ch in "F|=TJL"},
