@@ -49,6 +49,8 @@ class Environment(Generic[TState, TParams]):
     noop_action: int | float = 0
     #: info keys holding per-agent ``(N,)`` per-step event counts that socialjax.metrics sums
     event_keys: tuple[str, ...] = ()
+    #: names of the game's own scripted bots, built by socialjax.agents.bots.make_bot
+    scripted_bots: tuple[str, ...] = ()
 
     def __init__(self, num_agents: int):
         if not isinstance(num_agents, (int,)) or isinstance(num_agents, bool) or num_agents < 1:

@@ -59,7 +59,7 @@ def bot_names(env) -> tuple[str, ...]:
         names.append("harvester")
         if game.clean_rays is not None:
             names.append("cleaner")
-    return (*names, *getattr(game, "scripted_bots", ()))
+    return (*names, *game.scripted_bots)
 
 
 def make_bot(env, name: str) -> Callable:
