@@ -58,7 +58,7 @@ import numpy as np
 
 import socialjax as sj
 from socialjax.train import TrainConfig, make_train, run_keys
-from socialjax.train.run import compile_blocks, device_program, lay_out, place_blocks
+from socialjax.train.devices import compile_blocks, device_program, lay_out, place_blocks
 from socialjax.train.presets import get_preset
 from socialjax.cli.common import config_overrides, key_value
 

@@ -179,7 +179,7 @@ def worker_train(row, tiny: bool, part: str, **_):
     from check_io import compiled, peak_memory, timed
     from socialjax.agents.networks import resolve_conv
     from socialjax.train import make_train, run_keys
-    from socialjax.train.run import program_bytes
+    from socialjax.train.memory import program_bytes
 
     env, config = cleanup_config(TRAIN_VARIANTS[part], tiny)
     train = make_train(env, config)

@@ -24,6 +24,7 @@ from PIL import Image
 from socialjax import cli
 from socialjax.train import population, presets
 from socialjax.train import results as results_mod
+from socialjax.train.devices import lay_out
 from socialjax.train.results import OUTPUT_FILES, load_run
 
 run_mod = importlib.import_module("socialjax.train.run")  # the module (socialjax.train.run is also a function)
@@ -203,7 +204,7 @@ def test_progress_lines_come_from_the_loop_before_the_summary(ipd_run):
 def test_summary_is_printed_and_saved(ipd_run):
     summary = (ipd_run.dir / "summary.txt").read_text()
     assert summary.strip() in ipd_run.out
-    per_device = run_mod.lay_out(4, jax.devices()).per_device  # 4 on one device (the CPU); fewer on several GPUs
+    per_device = lay_out(4, jax.devices()).per_device  # 4 on one device (the CPU); fewer on several GPUs
     for text in ("ipd-ppo: ipd (num_rounds=100), PPO, seating independent", "4 run(s) = 2 grid point(s) x 2 seed(s)",
                  f"{per_device} run(s) per device, computed together; the program needs",
                  "env-steps/s", "agent-steps/s", "grid point 0: lr=0.001", "grid point 1: lr=0.003",

@@ -6,11 +6,15 @@
   in segments with a :class:`Snapshot` after each, to checkpoint and resume.
 - :func:`play` (:mod:`.playback`): roll out (and render) a trained population.
 - presets (:mod:`.presets`): named experiments for ``socialjax train``.
+  Its pieces: :mod:`.devices` (blocks of runs on devices), :mod:`.memory` (fitting them
+  into a device's memory), :mod:`.interrupts` (Ctrl-C between segments).
 - :func:`save_run` / :func:`load_run` (:mod:`.results`): metrics, config, checkpoint,
-  curves and summary of a run on disk (one transaction, :mod:`.store`), and back;
-  unfinished runs' checkpoints (``save_checkpoint`` / ``load_checkpoint``).
-- :func:`~socialjax.train.results.to_frame` / :func:`~socialjax.train.results.write_csv`
-  (:mod:`.tables`): a results folder as one long table (pandas, or CSV).
+  curves and summary of a run on disk (one transaction, :mod:`.store`; the files
+  :mod:`.formats`), and back; unfinished runs' checkpoints (``save_checkpoint`` /
+  ``load_checkpoint``). The summary text and the curves: :mod:`.reports`.
+- :func:`~socialjax.train.tables.to_frame` / :func:`~socialjax.train.tables.write_csv`
+  (:mod:`.tables`, also importable from :mod:`.results`): a results folder as one long
+  table (pandas, or CSV).
 - :mod:`.cultural_evolution`: the donor game's cultural evolution (``donor-evolution``).
 """
 

@@ -21,15 +21,25 @@ holds ``(num_generations,)`` arrays:
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
+import time
 from dataclasses import dataclass
 from typing import Callable
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from socialjax.agents import donor_strategies as ds
+from socialjax.core.registry import make
 from socialjax.envs.donor.env import DonorGame, DonorParams
+from socialjax.train import results, store
+from socialjax.train.interrupts import interrupts
 from socialjax.train.progress import Progress
+from socialjax.train.reports import format_donor_summary, plot_donor_curves
+from socialjax.train.run import Snapshot
+from socialjax.viz.plots import mean_ci95
 
 
 @dataclass(frozen=True)
@@ -173,30 +183,11 @@ def run_experiment(
     the ones given); the result has the same bits as a run never stopped.
     Returns ``{"metrics": {name: (M, S, G) array}, "multipliers": ..., "seconds": ...}``.
     """
-    import json
-    import os
-    import time
-
-    import numpy as np
-
-    from socialjax.train import store
-
-    from socialjax.core.registry import make
-    from socialjax.viz.plots import mean_ci95
-
-    if num_seeds < 2:
-        raise ValueError(f"num_seeds must be >= 2 to report an interval, got {num_seeds}")
-    mults = np.asarray(multipliers, np.float64)
-    if mults.ndim != 1 or mults.size == 0 or not np.all(np.isfinite(mults)):
-        raise ValueError(f"multipliers must be a non-empty list of finite numbers, got {multipliers!r}")
-    if checkpoint_every is not None and (isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int)
-                                         or checkpoint_every < 1):
-        raise ValueError(f"checkpoint_every must be a positive int or None, got {checkpoint_every!r}")
+    mults = _checked_multipliers(num_seeds, multipliers, checkpoint_every)
     settings = {"job": "donor-evolution", "num_seeds": num_seeds, "num_generations": num_generations,
                 "multipliers": [float(g) for g in multipliers], "seed": seed, "env_options": dict(env_options or {})}
+    checkpoint = None
     if resume:
-        from socialjax.train import results
-
         checkpoint = results.load_checkpoint(out_dir)
         saved = {k: checkpoint.meta.get(k) for k in settings}
         if saved != json.loads(json.dumps(settings)):
@@ -209,15 +200,7 @@ def run_experiment(
     mults = mults.astype(np.float32)
     config = DonorEvolutionConfig(num_generations=num_generations)
     progress = Progress(num_generations, num_seeds * len(mults), "donor-evolution", _progress_line, enabled=verbose)
-
-    def evolution(multiplier):
-        params = env.default_params.replace(multiplier=multiplier)
-        return make_donor_evolution(env, config, params=params, progress=progress)
-
-    def over_runs(fn, seed_axes, multiplier_axes):  # one run's fn(multiplier, *args) over (multipliers, seeds)
-        seeds = jax.vmap(fn, in_axes=(None, *seed_axes))
-        return jax.jit(jax.vmap(seeds, in_axes=(0, *multiplier_axes)))
-
+    evolution = _evolution(env, config, progress)
     base = jax.random.key(seed)
     # each run's key depends only on its seed index, never on its position in the batch
     keys = jax.vmap(lambda s: jax.random.fold_in(base, s))(jnp.arange(num_seeds))
@@ -231,24 +214,69 @@ def run_experiment(
             flush=True,
         )
     start = time.perf_counter()
+    metrics = _evolve_in_segments(evolution, mults, keys, checkpoint, num_generations, checkpoint_every, out_dir,
+                                  settings)
+    seconds = time.perf_counter() - start
+    _write(out_dir, metrics, mults, {**settings, "seconds": seconds}, num_seeds,
+           overwrite=overwrite or resume or bool(checkpoint_every))
+    plot_path = os.path.join(out_dir, "donor_evolution.png")
+    result = {"metrics": metrics, "multipliers": mults, "seconds": seconds, "plot": plot_path, "out_dir": out_dir}
+    if verbose:
+        print(format_donor_summary(result))
+    return result
+
+
+def _checked_multipliers(num_seeds: int, multipliers, checkpoint_every: int | None) -> np.ndarray:
+    """The multipliers ``(M,)`` as float64, after checking the arguments."""
+    if num_seeds < 2:
+        raise ValueError(f"num_seeds must be >= 2 to report an interval, got {num_seeds}")
+    mults = np.asarray(multipliers, np.float64)
+    if mults.ndim != 1 or mults.size == 0 or not np.all(np.isfinite(mults)):
+        raise ValueError(f"multipliers must be a non-empty list of finite numbers, got {multipliers!r}")
+    if checkpoint_every is not None and (isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int)
+                                         or checkpoint_every < 1):
+        raise ValueError(f"checkpoint_every must be a positive int or None, got {checkpoint_every!r}")
+    return mults
+
+
+def _evolution(env: DonorGame, config: DonorEvolutionConfig, progress: Progress) -> Callable:
+    """``evolution(multiplier)``: one run's ``evolve`` at that multiplier."""
+
+    def evolution(multiplier):
+        params = env.default_params.replace(multiplier=multiplier)
+        return make_donor_evolution(env, config, params=params, progress=progress)
+
+    return evolution
+
+
+def _over_runs(fn: Callable, seed_axes: tuple, multiplier_axes: tuple) -> Callable:
+    """One run's ``fn(multiplier, *args)`` over (multipliers, seeds), jitted."""
+    seeds = jax.vmap(fn, in_axes=(None, *seed_axes))
+    return jax.jit(jax.vmap(seeds, in_axes=(0, *multiplier_axes)))
+
+
+def _evolve_in_segments(evolution: Callable, mults: np.ndarray, keys: jax.Array, checkpoint,
+                        num_generations: int, checkpoint_every: int | None, out_dir: str, settings: dict) -> dict:
+    """Every run's generations, in segments of ``checkpoint_every`` (all in one
+    without), from ``keys`` ``(S,)`` or from the unfinished run of ``checkpoint``; after
+    each segment but the last the runs are saved (:func:`~socialjax.train.results.save_checkpoint`),
+    and a Ctrl-C raises :class:`Interrupted` there. Returns ``{name: (M, S, G)}``."""
     segment = checkpoint_every or num_generations
-    if resume:
+    if checkpoint is not None:
         done = int(checkpoint.meta["updates_done"])
         thetas, key_data = checkpoint.leaves
         state = {"thetas": jnp.asarray(thetas), "key": jax.random.wrap_key_data(jnp.asarray(key_data))}
         parts = [checkpoint.metrics]
     else:
         done, parts = 0, []
-        state = over_runs(lambda m, k: evolution(m).init(k), (0,), (None,))(jnp.asarray(mults), keys)
+        state = _over_runs(lambda m, k: evolution(m).init(k), (0,), (None,))(jnp.asarray(mults), keys)
     programs = {}
-    from socialjax.train.run import Snapshot, interrupts
-
     with interrupts(enabled=True, stoppable=num_generations - done > segment) as stop:
         while done < num_generations:
             n = min(segment, num_generations - done)
             if n not in programs:
-                programs[n] = over_runs(lambda m, st, at, n=n: evolution(m).generations(st, at, length=n),
-                                        (0, None), (0, None))
+                programs[n] = _over_runs(lambda m, st, at, n=n: evolution(m).generations(st, at, length=n),
+                                         (0, None), (0, None))
             state, part = programs[n](jnp.asarray(mults), state, jnp.int32(done))
             parts.append({k: np.asarray(v) for k, v in part.items()})
             done += n
@@ -256,22 +284,23 @@ def run_experiment(
                 parts = [{k: np.concatenate([p[k] for p in parts], axis=2) for k in parts[0]}]
                 leaves = [np.asarray(state["thetas"]), np.asarray(jax.random.key_data(state["key"]))]
                 if checkpoint_every:
-                    from socialjax.train import results
-
                     results.save_checkpoint(out_dir, Snapshot(done, leaves, parts[0], 0, None), settings,
                                             segment=segment)
                 if stop.requested:
                     raise Interrupted(done, num_generations, out_dir, bool(checkpoint_every))
-    metrics = {k: np.concatenate([p[k] for p in parts], axis=2) for k in parts[0]}
-    seconds = time.perf_counter() - start
+    return {k: np.concatenate([p[k] for p in parts], axis=2) for k in parts[0]}
 
+
+def _write(out_dir: str, metrics: dict, mults: np.ndarray, meta: dict, num_seeds: int, overwrite: bool) -> None:
+    """The result folder, whole or not at all: ``metrics.npz``, ``summary.csv`` (mean
+    and 95% CI across seeds per multiplier, metric and generation), ``config.json``
+    (``meta``) and ``donor_evolution.png``."""
     rows = []
     for mi, g in enumerate(mults):
         for name in ("mean_final_resources", "mean_fraction_given"):
             mean, low, high = mean_ci95(metrics[name][mi])
-            for gen in range(num_generations):
+            for gen in range(metrics[name].shape[-1]):
                 rows.append((float(g), name, gen + 1, mean[gen], low[gen], high[gen]))
-    meta = {**settings, "seconds": seconds}
 
     def write(folder):
         np.savez(os.path.join(folder, "metrics.npz"), multipliers=mults, **metrics)
@@ -281,14 +310,9 @@ def run_experiment(
                 fh.write(f"{r[0]},{r[1]},{r[2]},{r[3]:.6g},{r[4]:.6g},{r[5]:.6g}\n")
         with open(os.path.join(folder, "config.json"), "w") as fh:
             json.dump(meta, fh, indent=2)
-        _plot(metrics, mults, os.path.join(folder, "donor_evolution.png"), num_seeds)
+        plot_donor_curves(metrics, mults, os.path.join(folder, "donor_evolution.png"), num_seeds)
 
-    store.write_folder(out_dir, write, kind="donor-evolution", overwrite=overwrite or resume or bool(checkpoint_every))
-    plot_path = os.path.join(out_dir, "donor_evolution.png")
-    result = {"metrics": metrics, "multipliers": mults, "seconds": seconds, "plot": plot_path, "out_dir": out_dir}
-    if verbose:
-        print(format_summary(result))
-    return result
+    store.write_folder(out_dir, write, kind="donor-evolution", overwrite=overwrite)
 
 
 class Interrupted(Exception):
@@ -304,59 +328,3 @@ def _progress_line(step, values):
         f"mean final resources {values['mean_final_resources'].mean():8.2f}   "
         f"mean fraction given {values['mean_fraction_given'].mean():.3f}"
     )
-
-
-def format_summary(result: dict) -> str:
-    """A one-screen table: per generation, mean [95% CI] across seeds, per multiplier."""
-    import numpy as np
-
-    from socialjax.viz.plots import mean_ci95
-
-    metrics, mults = result["metrics"], result["multipliers"]
-    _, num_seeds, num_gens = metrics["mean_final_resources"].shape
-    lines = [
-        "",
-        f"Average final resources per generation (mean [95% CI of the mean] over {num_seeds} seeds)",
-        "gen  " + "".join(f"{'g = ' + format(g, 'g'):>26}" for g in mults),
-    ]
-    stats = [mean_ci95(metrics["mean_final_resources"][i]) for i in range(len(mults))]
-    given = [mean_ci95(metrics["mean_fraction_given"][i])[0] for i in range(len(mults))]
-    for gen in range(num_gens):
-        cells = "".join(f"{m[gen]:9.2f} [{lo[gen]:7.2f},{hi[gen]:7.2f}]" for m, lo, hi in stats)
-        lines.append(f"{gen + 1:3d}  {cells}")
-    medians = [np.median(metrics["mean_final_resources"][i][:, -1]) for i in range(len(mults))]
-    lines.append("median across seeds, last generation: " + ", ".join(
-        f"g={g:g}: {m:.2f}" for g, m in zip(mults, medians)) + " (heavy tails: a few seeds can dominate the mean)")
-    lines.append("mean fraction given, first -> last generation: " + ", ".join(
-        f"g={g:g}: {v[0]:.3f} -> {v[-1]:.3f}" for g, v in zip(mults, given)))
-    lines.append("reference: a population that never gives ends every game with its initial 10.")
-    runs = len(mults) * num_seeds
-    lines.append(f"{runs} runs in {result['seconds']:.1f} s including compilation; wrote {result['out_dir']}/"
-                 "{metrics.npz, summary.csv, config.json, donor_evolution.png, manifest.json}")
-    return "\n".join(lines)
-
-
-def _plot(metrics, mults, path, num_seeds):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    from socialjax.viz.plots import plot_bands
-
-    gens = np.arange(1, metrics["mean_final_resources"].shape[-1] + 1)
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    label = lambda g: f"multiplier g = {g:g}"
-    plot_bands(axes[0], gens, {label(g): metrics["mean_final_resources"][i] for i, g in enumerate(mults)},
-               "average final resources", "Donor game: cultural evolution", logy=True)
-    plot_bands(axes[1], gens, {label(g): metrics["mean_fraction_given"][i] for i, g in enumerate(mults)},
-               "mean fraction given by donors", "Generosity")
-    for ax in axes:
-        ax.set_xlabel("generation")
-    fig.text(0.01, 0.01, f"{num_seeds} seeds per line: solid = mean, dark band = bootstrap 95% CI of the mean, "
-             "dashed = median, light band = 5-95% of seeds",
-             fontsize=7)
-    fig.tight_layout(rect=(0, 0.03, 1, 1))
-    fig.savefig(path, dpi=120)
-    plt.close(fig)

@@ -24,12 +24,19 @@
 - ``checkpoint.msgpack``: ``result.states`` (the trained learners of every run: leaves
   with leading axes ``(G, S)``), written with ``flax.serialization.to_bytes``;
 - ``curves.png``: reward per step of each member and the social metrics per update, the
-  mean across seeds with a bootstrap 95% band (:func:`socialjax.viz.plots.plot_bands`);
-- ``summary.txt``: the text that ``save_run`` returns (:func:`format_summary`).
+  mean across seeds with a bootstrap 95% band (:func:`~socialjax.train.reports.plot_curves`);
+- ``summary.txt``: the text that ``save_run`` returns
+  (:func:`~socialjax.train.reports.format_summary`).
 
 ``load_run(dir)`` reads them back into a :class:`LoadedRun`: the config, the
 environment (rebuilt with ``sj.make``), ``train = make_train(env, config)``, the
 metrics, and the states restored onto the structure ``make_train`` gives, bit for bit.
+
+An unfinished run's checkpoint (``out_dir/resume/``, :func:`save_checkpoint`) is read
+back with :func:`load_checkpoint` and :func:`restore_snapshot`. The file names and the
+run description are :mod:`socialjax.train.formats`; the summary and the plot
+:mod:`socialjax.train.reports`; :func:`to_frame` / :func:`write_csv` (a folder as one
+long table) :mod:`socialjax.train.tables`, also importable from here.
 """
 
 from __future__ import annotations
@@ -40,24 +47,27 @@ import os
 from pathlib import Path
 from typing import Any
 
+import flax.serialization
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from socialjax.train import store
 from socialjax.train.config import TrainConfig
+from socialjax.train.devices import as_key_data
+from socialjax.train.formats import (CHECKPOINT_FILE, CONFIG_FILE, CURVES_FILE, KIND, METRICS_FILE, OUTPUT_FILES,
+                                     RUN_FILE, STATE_FILE, SUMMARY_FILE, config_from_dict, config_to_dict,
+                                     json_default, read_json, read_npz, rebuild, run_meta, saved_env_options)
+from socialjax.train.playback import as_run
+from socialjax.train.population import TrainState, learner_hparams, make_train
+from socialjax.train.reports import format_summary, member_names, plot_curves
+from socialjax.train.run import Snapshot
+from socialjax.train.tables import to_frame, write_csv
 
-METRICS_FILE = "metrics.npz"
-CONFIG_FILE = "config.json"
-CHECKPOINT_FILE = "checkpoint.msgpack"
-CURVES_FILE = "curves.png"
-SUMMARY_FILE = "summary.txt"
-OUTPUT_FILES = (METRICS_FILE, CONFIG_FILE, CHECKPOINT_FILE, CURVES_FILE, SUMMARY_FILE, store.MANIFEST)
-SOCIAL = ("efficiency", "equality", "sustainability", "peace")
-WINDOW_FRACTION = 0.1  # "first" and "last" = the first / last 10% of updates
-MAX_LEARNER_LINES = 8  # more learners than this: the summary and plot show their mean
-FORMAT_VERSION = 1
-KIND = "population"
-STATE_FILE = "state.npz"  # an unfinished run's checkpoint: resume/state.npz and resume/run.json
-RUN_FILE = "run.json"
+__all__ = ["CHECKPOINT_FILE", "CONFIG_FILE", "CURVES_FILE", "Checkpoint", "KIND", "LoadedRun", "METRICS_FILE",
+           "OUTPUT_FILES", "RUN_FILE", "STATE_FILE", "SUMMARY_FILE", "config_from_dict", "config_to_dict",
+           "format_summary", "load_checkpoint", "load_run", "member_names", "plot_curves", "restore_snapshot",
+           "run_meta", "save_checkpoint", "save_run", "to_frame", "write_csv"]
 
 
 # ----------------------------------------------------------------------------- save
@@ -80,8 +90,6 @@ def save_run(
     ``base_seed`` is the one passed to ``run``. The folder is written whole or not at
     all (:mod:`socialjax.train.store`); an earlier result there is replaced only with
     ``overwrite=True``."""
-    import flax.serialization
-
     out = Path(out_dir)
     env_name = env_name or result.env_name
     env_options = dict(env_options or {})
@@ -103,7 +111,7 @@ def save_run(
 
     def write(tmp: Path) -> None:
         np.savez(tmp / METRICS_FILE, **arrays)
-        (tmp / CONFIG_FILE).write_text(json.dumps(meta, indent=2, default=_json_default) + "\n")
+        (tmp / CONFIG_FILE).write_text(json.dumps(meta, indent=2, default=json_default) + "\n")
         (tmp / CHECKPOINT_FILE).write_bytes(flax.serialization.to_bytes(result.states))
         if plot:
             plot_curves(result.metrics, result.grid, result.config, tmp / CURVES_FILE, title=preset or env_name)
@@ -111,60 +119,6 @@ def save_run(
 
     store.write_folder(out, write, kind=KIND, overwrite=overwrite, info={"env": env_name, "preset": preset})
     return text
-
-
-def run_meta(config: TrainConfig, env_name: str, env_options: dict, preset: str | None, seeds, base_seed: int) -> dict:
-    """What rebuilds a run: the environment, the config, the seeds (``config.json``, and
-    an unfinished run's ``resume/run.json``)."""
-    return {
-        "format_version": FORMAT_VERSION,
-        "job": KIND,
-        "preset": preset,
-        "env": env_name,
-        "env_options": dict(env_options),
-        "config": config_to_dict(config),
-        "seeds": [int(s) for s in seeds],
-        "base_seed": int(base_seed),
-        "sweep": sorted(config.sweep_axes()),
-    }
-
-
-def config_to_dict(config: TrainConfig) -> dict[str, Any]:
-    """The config's fields as JSON-ready values (tuples and arrays become lists)."""
-    return {f.name: _plain(getattr(config, f.name)) for f in dataclasses.fields(config)}
-
-
-def config_from_dict(fields: dict[str, Any]) -> TrainConfig:
-    """Inverse of :func:`config_to_dict` (lists become tuples)."""
-    known = {f.name for f in dataclasses.fields(TrainConfig)}
-    unknown = sorted(set(fields) - known)
-    if unknown:
-        raise ValueError(f"the saved config has fields this version of TrainConfig does not know: {unknown}")
-    return TrainConfig(**{k: _tuples(v) for k, v in fields.items()})
-
-
-def _plain(v):
-    if isinstance(v, (tuple, list)):
-        return [_plain(x) for x in v]
-    if isinstance(v, np.ndarray):
-        return v.tolist()
-    if isinstance(v, np.generic):
-        return v.item()
-    return v
-
-
-def _tuples(v):
-    return tuple(_tuples(x) for x in v) if isinstance(v, list) else v
-
-
-def _json_default(v):
-    if isinstance(v, np.ndarray):
-        return v.tolist()
-    if isinstance(v, np.generic):
-        return v.item()
-    if isinstance(v, tuple):
-        return list(v)
-    raise TypeError(f"cannot write {type(v).__name__} {v!r} to JSON")
 
 
 # ----------------------------------------------------------------------------- load
@@ -195,8 +149,6 @@ class LoadedRun:
         G, S = self.grid_size, len(self.seeds)
         if not (0 <= g < G and 0 <= s < S):
             raise ValueError(f"run ({g}, {s}) is outside the {G} grid point(s) x {S} seed(s) of {self.path}")
-        from socialjax.train.playback import as_run
-
         return as_run(self.states.learners, g, s)
 
 
@@ -204,17 +156,12 @@ def load_run(path: str | os.PathLike) -> LoadedRun:
     """Reload a folder written by :func:`save_run` (or ``socialjax train``). The folder
     is checked against its manifest first: a partial, damaged or foreign folder raises
     :class:`~socialjax.train.store.ResultError` naming the file."""
-    import flax.serialization
-    import jax
-
-    from socialjax.train.population import make_train
-
     path = Path(path)
     store.verify(path, kind=KIND)
-    meta = _read_json(path / CONFIG_FILE)
-    config, env = _rebuild(path / CONFIG_FILE, meta)
+    meta = read_json(path / CONFIG_FILE)
+    config, env = rebuild(path / CONFIG_FILE, meta)
     train = make_train(env, config)
-    arrays = _read_npz(path / METRICS_FILE)
+    arrays = read_npz(path / METRICS_FILE)
     if "seeds" not in arrays or not any(k.startswith("grid/") for k in arrays):
         raise store.ResultError(f"{path / METRICS_FILE} is not a population result's metrics (no seeds or grid)")
     seeds = arrays.pop("seeds")
@@ -233,44 +180,8 @@ def load_run(path: str | os.PathLike) -> LoadedRun:
         raise store.ResultError(f"{path / CHECKPOINT_FILE} does not match the learners of its config.json "
                                 f"({G} grid point(s) x {S} seed(s))")
     states = jax.tree_util.tree_map(np.asarray, states)
-    return LoadedRun(path, meta.get("preset"), meta["env"], _env_options(meta), config, env, train, seeds,
+    return LoadedRun(path, meta.get("preset"), meta["env"], saved_env_options(meta), config, env, train, seeds,
                      int(meta.get("base_seed", 0)), grid, arrays, states, meta)
-
-
-def _read_json(path: Path) -> dict:
-    try:
-        meta = json.loads(path.read_text())
-    except (OSError, ValueError, UnicodeDecodeError) as err:
-        raise store.ResultError(f"{path} is not readable JSON: {err}") from None
-    if not isinstance(meta, dict):
-        raise store.ResultError(f"{path} is not a socialjax run description")
-    return meta
-
-
-def _read_npz(path: Path) -> dict[str, np.ndarray]:
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            return {k: data[k] for k in data.files}
-    except Exception as err:  # zipfile, numpy and OS errors for damaged files
-        raise store.ResultError(f"{path} is not a readable .npz file: {type(err).__name__}: {err}") from None
-
-
-def _env_options(meta: dict) -> dict:
-    return {k: _tuples(v) for k, v in meta.get("env_options", {}).items()}
-
-
-def _rebuild(where: Path, meta: dict):
-    """The config and environment a run description names."""
-    from socialjax.core.registry import make
-
-    try:
-        config = config_from_dict(meta["config"])
-        env = make(meta["env"], **_env_options(meta))
-    except KeyError as err:
-        raise store.ResultError(f"{where} does not describe a run: no {err}") from None
-    except (ValueError, TypeError) as err:
-        raise store.ResultError(f"{where}: {err}") from None
-    return config, env
 
 
 # ----------------------------------------------------------------------------- checkpoints
@@ -281,8 +192,6 @@ def save_checkpoint(out_dir: str | os.PathLike, snapshot, meta: dict, *, segment
     ``meta`` from :func:`run_meta` and the segment bookkeeping), atomically: the old
     checkpoint is replaced only once the new one is complete. ``out_dir`` holds nothing
     else until the run finishes and its results replace the checkpoint."""
-    import jax
-
     out = Path(out_dir)
     leaves = jax.tree_util.tree_leaves(snapshot.state)
     arrays = {f"state/{i:05d}": np.asarray(x) for i, x in enumerate(leaves)}
@@ -292,7 +201,7 @@ def save_checkpoint(out_dir: str | os.PathLike, snapshot, meta: dict, *, segment
 
     def write(folder: Path) -> None:
         np.savez(folder / STATE_FILE, **arrays)
-        (folder / RUN_FILE).write_text(json.dumps(info, indent=2, default=_json_default) + "\n")
+        (folder / RUN_FILE).write_text(json.dumps(info, indent=2, default=json_default) + "\n")
 
     if store.folder_state(out) == "unfinished":
         return store.write_subfolder(out / store.RESUME_DIR, write, kind="checkpoint")
@@ -330,11 +239,11 @@ def load_checkpoint(out_dir: str | os.PathLike) -> Checkpoint:
                                 f"(a run saves one with --checkpoint-every K)")
     folder = out / store.RESUME_DIR
     store.verify(folder, kind="checkpoint")
-    meta = _read_json(folder / RUN_FILE)
+    meta = read_json(folder / RUN_FILE)
     config = env = None  # a donor-evolution run is rebuilt by run_experiment from its settings
     if meta.get("job", KIND) == KIND:
-        config, env = _rebuild(folder / RUN_FILE, meta)
-    arrays = _read_npz(folder / STATE_FILE)
+        config, env = rebuild(folder / RUN_FILE, meta)
+    arrays = read_npz(folder / STATE_FILE)
     leaves = [arrays[k] for k in sorted(k for k in arrays if k.startswith("state/"))]
     metrics = {k[len("metrics/"):]: v for k, v in arrays.items() if k.startswith("metrics/")}
     return Checkpoint(folder, meta, config, env, leaves, metrics)
@@ -344,17 +253,12 @@ def restore_snapshot(checkpoint: Checkpoint, train):
     """The :class:`~socialjax.train.run.Snapshot` of a checkpoint, its state leaves
     checked against the run state ``train.init`` makes (``train`` =
     ``make_train(checkpoint.env, checkpoint.config)``)."""
-    import jax
-    import jax.numpy as jnp
-
-    from socialjax.train.run import Snapshot, _key_data
-
     meta = checkpoint.meta
     if checkpoint.config is None:
         raise store.ResultError(f"{checkpoint.path} holds a {meta.get('job')} run, not a population run")
     R = len(meta["seeds"]) * len(next(iter(checkpoint.config.hparam_grid().values())))
     hp = {k: jnp.float32(v[0]) for k, v in checkpoint.config.hparam_grid().items()}
-    shapes = jax.eval_shape(lambda k: jax.tree_util.tree_map(_key_data, train.init(k, hp)), jax.random.key(0))
+    shapes = jax.eval_shape(lambda k: jax.tree_util.tree_map(as_key_data, train.init(k, hp)), jax.random.key(0))
     want = jax.tree_util.tree_leaves(shapes)
     where = checkpoint.path / STATE_FILE
     if len(want) != len(checkpoint.leaves):
@@ -376,11 +280,6 @@ def restore_snapshot(checkpoint: Checkpoint, train):
 def _state_template(train, config: TrainConfig):
     """The structure (shapes and dtypes) of one run's :class:`TrainState`, from the
     learner's ``init``, without tracing the training loop."""
-    import jax
-    import jax.numpy as jnp
-
-    from socialjax.train.population import TrainState, learner_hparams
-
     L = train.plan.num_learners
     hp = {k: jnp.zeros((L,), jnp.float32) for k in learner_hparams(config)}
 
@@ -389,208 +288,3 @@ def _state_template(train, config: TrainConfig):
         return TrainState(learners=learners, halted=jnp.zeros((), bool))
 
     return jax.eval_shape(init)
-
-
-# ----------------------------------------------------------------------------- summary
-def member_names(config: TrainConfig, num_learners: int) -> list[str]:
-    """``learner 0 .. L-1`` then the scripted members by name."""
-    return [f"learner {i}" for i in range(num_learners)] + [f"{n} (scripted)" for n in config.scripted]
-
-
-def _window(U: int) -> int:
-    return max(1, int(round(U * WINDOW_FRACTION)))
-
-
-def _ci(values: np.ndarray) -> str:
-    """``mean [low, high]`` across the first axis (seeds), NaN seeds left out."""
-    from socialjax.viz.plots import mean_ci95
-
-    values = np.asarray(values, np.float64)
-    values = values[np.isfinite(values)]
-    if values.size == 0:
-        return "undefined"
-    mean, low, high = mean_ci95(values)
-    if values.size == 1:
-        return f"{float(mean):.4g}"
-    return f"{float(mean):.4g} [{float(low):.4g}, {float(high):.4g}]"
-
-
-def _last_defined(series: np.ndarray) -> np.ndarray:
-    """``(S, U)`` per-update values (NaN where no episode ended) -> ``(S,)``: the mean over
-    the last 10% of the updates in which the value is defined (NaN if never)."""
-    out = np.full(series.shape[0], np.nan)
-    for s, row in enumerate(np.asarray(series, np.float64)):
-        ok = row[np.isfinite(row)]
-        if ok.size:
-            out[s] = ok[-_window(ok.size):].mean()
-    return out
-
-
-def format_summary(result, *, env_name: str | None = None, env_options: dict | None = None,
-                   preset: str | None = None) -> str:
-    """The one-screen summary of a :class:`~socialjax.train.RunResult`."""
-    config, metrics = result.config, result.metrics
-    G, S, U = metrics["reward_rate"].shape[:3]
-    P = metrics["reward_rate"].shape[3]
-    L = metrics["loss"].shape[3] if "loss" in metrics else P - len(config.scripted)
-    names = member_names(config, L)
-    E, T = config.num_envs, config.rollout_len
-    N = int(np.asarray(metrics["seat_count"])[0, 0, 0].sum()) // E
-    env_name = env_name or result.env_name
-    opts = ", ".join(f"{k}={v!r}" for k, v in (env_options or {}).items())
-    lines = []
-    head = f"{preset}: " if preset else ""
-    lines.append(f"{head}{env_name}{f' ({opts})' if opts else ''}, {config.algo.upper()}, seating {config.seating}: "
-                 f"{L} learner(s), {len(config.scripted)} scripted member(s), {N} seats per game")
-    env_steps = G * S * U * E * T
-    lines.append(f"{G * S} run(s) = {G} grid point(s) x {S} seed(s); each {U} updates x {E} games x {T} steps")
-    compile_s = float(getattr(result, "compile_seconds", 0.0))
-    run_s = max(result.seconds - compile_s, 1e-9)
-    per_device = getattr(result, "per_device", None)
-    if per_device:
-        chunk = getattr(result, "chunk", None)
-        together = f"computed {chunk} at a time" if chunk else "computed together"
-        lines.append(f"{per_device} run(s) per device, " + together
-                     + (f"; the program needs {getattr(result, 'memory_bytes', 0) / 2**20:,.1f} MiB per device"
-                        if getattr(result, "memory_bytes", 0) else ""))
-    lines.append(f"wall time {result.seconds:.1f} s = compile {compile_s:.1f} s + run {run_s:.1f} s; "
-                 f"{env_steps / run_s:,.0f} env-steps/s, {env_steps * N / run_s:,.0f} agent-steps/s over the run "
-                 "(training and evaluation time, training steps counted)")
-    k = _window(U)
-    sweep = list(config.sweep_axes())
-    for g in range(G):
-        rr = np.asarray(metrics["reward_rate"][g], np.float64)  # (S, U, P)
-        if G > 1:
-            lines.append("grid point " + str(g) + ": " + ", ".join(f"{n}={result.grid[n][g]:g}" for n in sweep))
-        lines.append(f"reward per step, first {k} -> last {k} update(s) (mean [95% CI] over {S} seed(s)):")
-        first, last = rr[:, :k].mean(axis=1), rr[:, -k:].mean(axis=1)  # (S, P)
-        rows = list(range(P))
-        if L > MAX_LEARNER_LINES:
-            lines.append(f"  {'mean of ' + str(L) + ' learners':26s} {_ci(first[:, :L].mean(1)):>28s} -> "
-                         f"{_ci(last[:, :L].mean(1))}")
-            rows = list(range(L, P))
-        for p in rows:
-            lines.append(f"  {names[p]:26s} {_ci(first[:, p]):>28s} -> {_ci(last[:, p])}")
-        social = []
-        for name in SOCIAL:
-            if name in metrics:
-                social.append(f"{name} {_ci(_last_defined(metrics[name][g]))}")
-        lines.append("social metrics, last 10% of updates with finished episodes: " + "; ".join(social))
-        lines.extend(_eval_lines(metrics, g, names, L))
-    if result.nan_runs:
-        lines.append(f"non-finite losses in {len(result.nan_runs)} run(s):")
-        lines.extend(f"  {line}" for line in result.nan_runs)
-    else:
-        lines.append("non-finite losses: none")
-    return "\n".join(lines)
-
-
-def _eval_lines(metrics, g: int, names: list[str], L: int) -> list[str]:
-    out = []
-    if "eval/crossplay" in metrics:
-        cp = np.asarray(metrics["eval/crossplay"][g], np.float64)  # (S, L, L)
-        diag = np.diagonal(cp, axis1=1, axis2=2).mean(axis=1)
-        text = f"evaluation: cross-play reward/step of the seat-0 learner: self-play (diagonal) {_ci(diag)}"
-        if L > 1:
-            off = (cp.sum(axis=(1, 2)) - np.diagonal(cp, axis1=1, axis2=2).sum(axis=1)) / (L * (L - 1))
-            text += f", with other learners (off-diagonal) {_ci(off)}"
-        out.append(text)
-    if "eval/reward_rate" in metrics:
-        ev = np.asarray(metrics["eval/reward_rate"][g], np.float64)  # (S, P)
-        if L > MAX_LEARNER_LINES:
-            cells = [f"mean of {L} learners {_ci(ev[:, :L].mean(axis=1))}"]
-            cells += [f"{names[p]} {_ci(ev[:, p])}" for p in range(L, ev.shape[1])]
-        else:
-            cells = [f"{names[p]} {_ci(ev[:, p])}" for p in range(ev.shape[1])]
-        out.append("evaluation: reward/step in the training seating: " + "; ".join(cells))
-    if "eval/focal_reward_rate" in metrics:
-        focal = np.asarray(metrics["eval/focal_reward_rate"][g], np.float64).mean(axis=1)
-        back = np.asarray(metrics["eval/background_reward_rate"][g], np.float64).mean(axis=1)
-        out.append(f"evaluation: focal learners vs background bots: focal reward/step {_ci(focal)}, "
-                   f"background {_ci(back)}")
-    return out
-
-
-# ----------------------------------------------------------------------------- plots
-def plot_curves(metrics: dict[str, np.ndarray], grid: dict[str, np.ndarray], config: TrainConfig, path,
-                title: str | None = None) -> None:
-    """``curves.png``: reward per step per member (one line per member, or per grid point
-    in a sweep) and each social metric that is defined, against the update; mean over
-    seeds with a bootstrap 95% band (:func:`~socialjax.viz.plots.plot_bands`)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from socialjax.viz.plots import plot_bands
-
-    G, S, U, P = metrics["reward_rate"].shape
-    L = metrics["loss"].shape[3] if "loss" in metrics else P - len(config.scripted)
-    names = member_names(config, L)
-    sweep = list(config.sweep_axes())
-    x = np.arange(1, U + 1)
-    xr, rewards = _reward_series(metrics["reward_rate"], names, L, grid, sweep)
-    panels = [("reward per step", [(xr, {k: v}) for k, v in rewards.items()])]
-    for name in SOCIAL:
-        if name not in metrics:
-            continue
-        lines = []  # (x, {label: (S, len(x))}) per grid point: episodes may end at different updates
-        for g in range(G):
-            filled, keep = _forward_fill(np.asarray(metrics[name][g], np.float64))
-            if keep.any():
-                lines.append((x[keep], {_grid_label(grid, sweep, g) or name: filled[:, keep]}))
-        if lines:
-            panels.append((f"{name} (finished episodes)", lines))
-    ncols = min(3, len(panels))
-    nrows = -(-len(panels) // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(4.6 * ncols, 3.6 * nrows), squeeze=False)
-    for ax, (label, lines) in zip(axes.ravel(), panels):
-        for xs, series in lines:
-            plot_bands(ax, xs, series, label)
-        ax.set_xlabel("update")
-    for ax in axes.ravel()[len(panels):]:
-        ax.axis("off")
-    if title:
-        fig.suptitle(title)
-    fig.text(0.01, 0.005, f"{S} seed(s) per line: solid = mean, dark band = bootstrap 95% CI of the mean, "
-             "dashed = median, light band = 5-95% of seeds", fontsize=7)
-    fig.tight_layout(rect=(0, 0.02, 1, 1))
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
-def _grid_label(grid, sweep, g) -> str:
-    return ", ".join(f"{n}={grid[n][g]:g}" for n in sweep)
-
-
-def _reward_series(rr: np.ndarray, names, L: int, grid, sweep):
-    G, S, U, P = rr.shape
-    x = np.arange(1, U + 1)
-    series = {}
-    if G > 1:  # one line per grid point: the learners' mean (and the scripted members' mean)
-        for g in range(G):
-            series[f"learners, {_grid_label(grid, sweep, g)}"] = rr[g, :, :, :L].mean(axis=-1)
-        return x, series
-    members = range(P) if L <= MAX_LEARNER_LINES else [None, *range(L, P)]
-    for p in members:
-        if p is None:
-            series[f"mean of {L} learners"] = rr[0, :, :, :L].mean(axis=-1)
-        else:
-            series[names[p]] = rr[0, :, :, p]
-    return x, series
-
-
-def _forward_fill(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(S, U)`` with NaN where no episode ended -> each seed's value of its last finished
-    episode, and the updates to plot: those at which some seed finished an episode and
-    every seed has finished one by then."""
-    ended = np.any(np.isfinite(values), axis=0)
-    out = values.copy()
-    for row in out:
-        for t in range(1, row.size):
-            if not np.isfinite(row[t]):
-                row[t] = row[t - 1]
-    return out, ended & np.all(np.isfinite(out), axis=0)
-
-
-from socialjax.train.tables import to_frame, write_csv  # noqa: E402,F401

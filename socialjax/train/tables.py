@@ -1,6 +1,6 @@
 """A results folder as one long table: a row per saved value.
 
-    from socialjax.train.results import to_frame, write_csv
+    from socialjax.train.tables import to_frame, write_csv   # or from socialjax.train.results
 
     df = to_frame("results/ipd-ppo")            # pandas: pip install "socialjax[tables]"
     write_csv("results/ipd-ppo", "ipd-ppo.csv")  # the same rows, csv module and numpy only
@@ -46,9 +46,14 @@ from __future__ import annotations
 import csv
 import os
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Iterator
 
 import numpy as np
+
+from socialjax.train import store
+from socialjax.train.formats import CONFIG_FILE, METRICS_FILE, SUMMARY_FILE, config_from_dict, read_json, read_npz
+from socialjax.train.reports import format_donor_summary, format_summary
 
 POPULATION = "population"
 DONOR_EVOLUTION = "donor-evolution"
@@ -60,19 +65,16 @@ def _read(path: str | os.PathLike) -> tuple[str, dict[str, Any], dict[str, np.nd
     """``(kind, meta, arrays)`` of a results folder: ``kind`` is ``"population"`` (meta:
     config.json) or ``"donor-evolution"`` (meta: ``{}``); ``arrays``: every array of
     metrics.npz. The one place this module reads a folder."""
-    from socialjax.train import store
-    from socialjax.train.results import CONFIG_FILE, METRICS_FILE, _read_json, _read_npz
-
     path = Path(path)
     kind = store.verify(path).get("kind")
     if kind not in (POPULATION, DONOR_EVOLUTION):
         raise store.ResultError(f"{path} holds a {kind} folder, not the results of a run")
-    arrays = _read_npz(path / METRICS_FILE)
+    arrays = read_npz(path / METRICS_FILE)
     if kind == DONOR_EVOLUTION:
         if "multipliers" not in arrays:
             raise store.ResultError(f"{path / METRICS_FILE} has no multipliers: not a donor-evolution result")
         return DONOR_EVOLUTION, {}, arrays
-    meta = _read_json(path / CONFIG_FILE)
+    meta = read_json(path / CONFIG_FILE)
     if not isinstance(meta.get("config"), dict) or "seeds" not in arrays or "reward_rate" not in arrays:
         raise store.ResultError(f"{path} is not a population result: {CONFIG_FILE} has no config or "
                                 f"{METRICS_FILE} no seeds / reward_rate")
@@ -82,40 +84,35 @@ def _read(path: str | os.PathLike) -> tuple[str, dict[str, Any], dict[str, np.nd
 def summary(path: str | os.PathLike) -> str:
     """The one-screen summary of a results folder: summary.txt of a population run
     (rebuilt from metrics.npz and config.json when it is missing), or the per-generation
-    table of a donor-evolution run (:func:`~socialjax.train.cultural_evolution.format_summary`,
+    table of a donor-evolution run (:func:`~socialjax.train.reports.format_donor_summary`,
     without the wall time, which the folder does not keep)."""
-    from socialjax.train import results
-
     path = Path(path)
     kind, meta, arrays = _read(path)
     if kind == DONOR_EVOLUTION:
         return _donor_summary(path, arrays)
-    if (path / results.SUMMARY_FILE).is_file():
-        return (path / results.SUMMARY_FILE).read_text().rstrip("\n")
-    from types import SimpleNamespace
-
+    if (path / SUMMARY_FILE).is_file():
+        return (path / SUMMARY_FILE).read_text().rstrip("\n")
     metrics = {k: v for k, v in arrays.items() if k != "seeds" and not k.startswith("grid/")}
     grid = {k[len("grid/"):]: v for k, v in arrays.items() if k.startswith("grid/")}
-    result = SimpleNamespace(config=results.config_from_dict(meta["config"]), metrics=metrics, grid=grid,
+    result = SimpleNamespace(config=config_from_dict(meta["config"]), metrics=metrics, grid=grid,
                              env_name=meta.get("env"), seconds=float(meta.get("seconds", 0.0)),
                              compile_seconds=float(meta.get("compile_seconds", 0.0)),
                              per_device=meta.get("per_device"), chunk=meta.get("chunk"),
                              nan_runs=list(meta.get("nan_runs", [])))
-    text = results.format_summary(result, env_name=meta.get("env"), env_options=meta.get("env_options"),
+    text = format_summary(result, env_name=meta.get("env"), env_options=meta.get("env_options"),
                                   preset=meta.get("preset"))
-    return f"{text}\n(rebuilt from {path}/{{{results.METRICS_FILE}, {results.CONFIG_FILE}}}: no {results.SUMMARY_FILE})"
+    return f"{text}\n(rebuilt from {path}/{{{METRICS_FILE}, {CONFIG_FILE}}}: no {SUMMARY_FILE})"
 
 
 def _donor_summary(path: Path, arrays) -> str:
-    from socialjax.train.cultural_evolution import format_summary
-
     arrays = dict(arrays)
     mults = arrays.pop("multipliers")
     for name in ("mean_final_resources", "mean_fraction_given"):
         if name not in arrays or arrays[name].ndim != 3 or arrays[name].shape[0] != len(mults):
             raise ValueError(f"{path}: metrics.npz has no ({len(mults)}, seeds, generations) array {name!r}")
     M, S, G = arrays["mean_final_resources"].shape
-    text = format_summary({"metrics": arrays, "multipliers": mults, "seconds": float("nan"), "out_dir": str(path)})
+    text = format_donor_summary({"metrics": arrays, "multipliers": mults, "seconds": float("nan"),
+                                 "out_dir": str(path)})
     lines = [line for line in text.splitlines() if line and "including compilation" not in line]
     return "\n".join([f"donor-evolution: {M} multiplier(s) x {S} seeds x {G} generations, from {path}", *lines])
 
@@ -186,7 +183,7 @@ def _donor_blocks(path: Path, arrays) -> Iterator[dict]:
 def to_frame(path: str | os.PathLike):
     """The results folder ``path`` as a long pandas DataFrame (see the module docstring).
     Needs pandas (``pip install "socialjax[tables]"``)."""
-    try:
+    try:  # pandas is optional ("socialjax[tables]"): imported only when a DataFrame is asked for
         import pandas as pd
     except ImportError:
         raise ImportError(f"to_frame needs pandas: {INSTALL_HINT} (write_csv needs only numpy)") from None

@@ -23,7 +23,7 @@ import pytest
 import socialjax as sj
 from socialjax import cli
 from socialjax.train.results import OUTPUT_FILES, load_run
-from socialjax.train.run import lay_out
+from socialjax.train.devices import lay_out
 
 from train_configs import IPD_ROUNDS, IPD_TFT, IPD_TFT_SEEDS
 

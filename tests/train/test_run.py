@@ -21,8 +21,9 @@ import numpy as np
 import pytest
 
 import socialjax as sj
-from socialjax.train.run import (MEMORY_HEADROOM, compile_fitting, device_program, execute_blocks, fit_chunk, lay_out,
-                                 place_blocks, run_keys)
+from socialjax.train.devices import device_program, execute_blocks, lay_out, place_blocks
+from socialjax.train.memory import MEMORY_HEADROOM, compile_fitting, fit_chunk
+from socialjax.train.run import run_keys
 
 from support import ON_CPU, assert_same
 from train_configs import IPD_ROUNDS, IPD_TFT, IPD_TFT_SEEDS, ipd_env
