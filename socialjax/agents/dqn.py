@@ -153,7 +153,7 @@ class DQNLearner:
     shapes.
     """
 
-    HPARAMS = HPARAMS
+    hparams = HPARAMS  # the Learner contract's names, read from state.hparams
     RECURRENT = False  # recurrent Q-learning is not implemented
     ALIGNS = False  # no advantages for Advantage Alignment
 
@@ -226,7 +226,6 @@ class DQNLearner:
         )
         self.recurrent = False
         self.hidden_size = 1
-        self.hparams = self.HPARAMS
 
     # -- contract ------------------------------------------------------------------
     def init(self, key: jax.Array, hparams: dict[str, Any]) -> LearnerState:

@@ -3,7 +3,7 @@ is a probability (a discount, a trace weight or an exploration rate, kept in ``[
 when PBT perturbs it).
 
 Each learner names the ones it reads (:data:`ACTOR_CRITIC`, :data:`DQN`, as its class's
-``HPARAMS``, found by ``algo`` in :mod:`socialjax.agents.registry`); the population loop
+``hparams``, found by ``algo`` in :mod:`socialjax.agents.registry`); the population loop
 reads :data:`LOOP` (Advantage Alignment and the reward forms' :data:`SHAPING_BY_FORM`).
 :class:`~socialjax.train.TrainConfig` takes its defaults and checks from here, sweeps and
 PBT act on these names, and ``socialjax train --set`` accepts them. A learner reads them

@@ -71,7 +71,7 @@ def gae(
 class ActorCriticLearner:
     """PPO or A2C on an :class:`~socialjax.agents.networks.ActorCritic`."""
 
-    HPARAMS = HPARAMS
+    hparams = HPARAMS  # the Learner contract's names, read from state.hparams
     RECURRENT = True  # a GRU core is supported
     ALIGNS = True  # prepare gives advantages "adv" (Advantage Alignment mixes them)
 
@@ -121,7 +121,6 @@ class ActorCriticLearner:
             spec, num_actions, hidden, recurrent, embed_dim, channels, resolve_conv(conv), compute_dtype(precision)
         )
         self.recurrent = recurrent
-        self.hparams = self.HPARAMS
         self.update_epochs = 1 if algo == "a2c" else int(update_epochs)
         self.num_minibatches = 1 if algo == "a2c" else int(num_minibatches)
         self.anneal_lr = bool(anneal_lr)

@@ -1,7 +1,7 @@
 """The learners by name (``TrainConfig.algo``): :data:`LEARNERS` and
 :func:`learner_class`. Each class carries what the population loop asks of it besides
 the :class:`~socialjax.agents.learner.Learner` contract: the hyperparameters it reads
-(``HPARAMS``, declared in :mod:`socialjax.agents.hparams`), whether it can be recurrent
+(``hparams``, declared in :mod:`socialjax.agents.hparams`), whether it can be recurrent
 (``RECURRENT``) and whether its ``prepare`` gives advantages that Advantage Alignment may
 mix (``ALIGNS``), its construction from a config (``from_config``) and the batch checks
 (``check_batch``).

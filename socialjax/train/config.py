@@ -38,7 +38,7 @@ SELECTIONS = ("none", "truncation", "pbt", "imitate")
 
 # The hyperparameters the learners read from their states and the loop's own (any may be
 # an array), declared with their defaults and ranges in socialjax.agents.hparams.
-SWEEPABLE = tuple(dict.fromkeys([name for cls in LEARNERS.values() for name in cls.HPARAMS] + list(hp.LOOP)))
+SWEEPABLE = tuple(dict.fromkeys([name for cls in LEARNERS.values() for name in cls.hparams] + list(hp.LOOP)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,7 +131,7 @@ class TrainConfig:
 
     def hparam_names(self) -> tuple[str, ...]:
         """The hyperparameters of this config's learner, then the loop's."""
-        return learner_class(self.algo).HPARAMS + hp.LOOP
+        return learner_class(self.algo).hparams + hp.LOOP
 
     def sweep_axes(self) -> dict[str, np.ndarray]:
         """The hyperparameters given as arrays: ``{name: (k,) values}``."""

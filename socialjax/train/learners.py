@@ -35,4 +35,4 @@ def make_learner(env, config: TrainConfig, seats_per_learner: int, params=None) 
 
 def learner_hparams(config: TrainConfig) -> tuple[str, ...]:
     """The hyperparameters the learner of ``config.algo`` reads from its state."""
-    return learner_class(config.algo).HPARAMS
+    return learner_class(config.algo).hparams

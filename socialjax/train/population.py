@@ -162,7 +162,7 @@ class Trainer:
         """The run's state before its first update (:meth:`updates` carries it on)."""
         h = self.resolve(hparams)
         L, learner = self.plan.num_learners, self.learner
-        member_h = {k: jnp.broadcast_to(h[k], (L,)) for k in self.config.hparam_names() if k in learner.hparams}
+        member_h = {k: jnp.broadcast_to(h[k], (L,)) for k in learner.hparams}
         key, key_init, key_seat, key_env = jax.random.split(key, 4)
         states = jax.vmap(learner.init)(jax.random.split(key_init, L), member_h)
         seating, games = self._seating_and_games(key_seat, key_env)

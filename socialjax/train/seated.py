@@ -1,8 +1,10 @@
 """The one seated step: learners act on their seats, scripted members on theirs, and the
 games step. Training (:func:`socialjax.train.population.make_train`), the evaluation
 scenarios (:mod:`socialjax.train.evaluation`) and playback
-(:mod:`socialjax.train.playback`) all step through :func:`act_and_step`; they differ only
-in how seats map to learners (a :class:`~socialjax.train.seating.LearnerSeats`).
+(:mod:`socialjax.train.playback`) all step through :func:`act_and_step`, given one
+:class:`Table` (the game, the learner and who sits where: a :class:`Seating` and the
+learners' :class:`~socialjax.train.seating.LearnerSeats`) and carrying one
+:class:`Games`; they differ only in how seats map to learners.
 
 With ``TrainConfig.coplayer_id`` a learner also sees who it plays (the "Opponent ID"
 ablation of Weis et al. 2026): its observation becomes ``{"obs": own observation,
