@@ -55,14 +55,14 @@ from typing import Any, Callable
 
 import jax
 import numpy as np
+from check_io import compiled, timed  # scripts/check_io.py, shared with the accelerator check
 
 import socialjax as sj
+from socialjax.cli.common import config_overrides, key_value
 from socialjax.train import TrainConfig, make_train, run_keys
+from socialjax.train import rollout as loop
 from socialjax.train.devices import compile_blocks, device_program, lay_out, place_blocks
 from socialjax.train.presets import get_preset
-from socialjax.cli.common import config_overrides, key_value
-
-from check_io import compiled, timed  # scripts/check_io.py, shared with the accelerator check
 
 WHICH = ("cleanup", "ipd", "loop", "single", "cost")
 
@@ -190,26 +190,20 @@ def update_pieces(train) -> tuple[Callable, Callable]:
     (learner states, stats)``, GAE (and Advantage Alignment) and the learners' update,
     vmapped over learners. The update also reseats (random seating) and records its
     metrics; those are in neither piece."""
-    from socialjax.train import population as pop
-    from socialjax.train.rewards import make_shaping
-
-    env, config, plan, learner = train.env, train.config, train.plan, train.learner
-    params = env.resolve_single_params(None)
-    shaping = make_shaping(config, plan.num_learners, plan.num_members, env.num_agents)
+    config, plan, learner = train.config, train.plan, train.learner
     h = {k: np.float32(v) for k, v in config.scalar_hparams().items()}
 
     def rollout(state, key):
-        c = state["carry"]
-        return pop._rollout(env, params, learner, train.scripted, plan, c["states"], c["seating"], c["games"], key,
-                            0.0, config.rollout_len, shaping, h)
+        seated = loop.table(train.env, train.env_params, learner, plan, train.scripted, state.seating)
+        return loop.rollout(seated, state.learners, state.games, key, 0.0, config.rollout_len, train.shaping, h)
 
     def learn(state, ro, key):
-        c = state["carry"]
-        prep = jax.vmap(learner.prepare)(c["states"], ro)
-        if config.algo != "dqn":
-            prep = pop._align(prep, ro, c["seating"], plan, h, config.rollout_len)
+        seated = loop.table(train.env, train.env_params, learner, plan, train.scripted, state.seating)
+        prep = jax.vmap(learner.prepare)(state.learners, ro)
+        if learner.ALIGNS:
+            prep = loop.align(prep, ro, seated, state.learners.hparams["gamma"], h["aa_beta"], config.rollout_len)
         keys = jax.random.split(key, plan.num_learners)
-        return jax.vmap(learner.update, in_axes=(0, 0, 0, 0, None))(c["states"], ro, prep, keys, 0.0)
+        return jax.vmap(learner.update, in_axes=(0, 0, 0, 0, None))(state.learners, ro, prep, keys, 0.0)
 
     return rollout, learn
 

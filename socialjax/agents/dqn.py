@@ -153,6 +153,26 @@ class DQNLearner:
     shapes.
     """
 
+    hparams = HPARAMS  # the Learner contract's names, read from state.hparams
+    RECURRENT = False  # recurrent Q-learning is not implemented
+    ALIGNS = False  # no advantages for Advantage Alignment
+
+    @classmethod
+    def from_config(cls, obs_space: Space, spec: EncoderSpec, num_actions: int, config, seats: int) -> "DQNLearner":
+        """The learner a :class:`~socialjax.train.TrainConfig` describes, for rollouts of
+        ``config.rollout_len`` steps on ``seats`` seats per member."""
+        return cls(
+            obs_space, spec, num_actions, buffer_rollouts=config.buffer_rollouts,
+            updates_per_rollout=config.dqn_updates, batch_size=config.dqn_batch, n_step=config.n_step,
+            exploration=config.exploration, target_update_every=config.target_update_every,
+            anneal_lr=config.anneal_lr, rollout_len=config.rollout_len, seats=seats, hidden=config.hidden,
+            embed_dim=config.embed_dim, channels=config.channels, conv=resolve_conv(config.conv),
+            precision=config.precision,
+        )
+
+    def check_batch(self, config, seats: int) -> None:
+        """Nothing to check: sampled batches need no split of the rollout."""
+
     def __init__(
         self,
         obs_space: Space,
@@ -206,7 +226,6 @@ class DQNLearner:
         )
         self.recurrent = False
         self.hidden_size = 1
-        self.hparams = HPARAMS
 
     # -- contract ------------------------------------------------------------------
     def init(self, key: jax.Array, hparams: dict[str, Any]) -> LearnerState:

@@ -2,11 +2,13 @@
 is a probability (a discount, a trace weight or an exploration rate, kept in ``[0, 1]``
 when PBT perturbs it).
 
-Each learner names the ones it reads (:data:`ACTOR_CRITIC`, :data:`DQN`); the population
-loop reads :data:`LOOP`. :class:`~socialjax.train.TrainConfig` takes its defaults and
-checks from here, sweeps and PBT act on these names, and ``socialjax train --set`` accepts
-them. A learner reads them from ``LearnerState.hparams`` (not attributes), so that they can
-be vmapped over and perturbed per member.
+Each learner names the ones it reads (:data:`ACTOR_CRITIC`, :data:`DQN`, as its class's
+``hparams``, found by ``algo`` in :mod:`socialjax.agents.registry`); the population loop
+reads :data:`LOOP` (Advantage Alignment and the reward forms' :data:`SHAPING_BY_FORM`).
+:class:`~socialjax.train.TrainConfig` takes its defaults and checks from here, sweeps and
+PBT act on these names, and ``socialjax train --set`` accepts them. A learner reads them
+from ``LearnerState.hparams`` (not attributes), so that they can be vmapped over and
+perturbed per member.
 """
 
 from __future__ import annotations
@@ -70,7 +72,15 @@ HPARAMS: dict[str, HParam] = {
 
 ACTOR_CRITIC = ("lr", "gamma", "gae_lambda", "clip_eps", "ent_coef", "vf_coef", "max_grad_norm", "reward_scale")
 DQN = ("lr", "gamma", "max_grad_norm", "eps_start", "eps_end", "eps_decay", "temperature")
-SHAPING = ("ia_alpha", "ia_beta", "svo_angle", "svo_weight", "self_interest")
+# the hyperparameters each reward form of TrainConfig.reward reads (socialjax.train.rewards)
+SHAPING_BY_FORM = {
+    "individual": (),
+    "common": (),
+    "inequity_aversion": ("ia_alpha", "ia_beta"),
+    "svo": ("svo_angle", "svo_weight"),
+    "exchange": ("self_interest",),
+}
+SHAPING = tuple(name for names in SHAPING_BY_FORM.values() for name in names)
 LOOP = ("aa_beta",) + SHAPING
 PROBABILITIES = tuple(name for name, hp in HPARAMS.items() if hp.probability)
 

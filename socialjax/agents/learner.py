@@ -7,8 +7,9 @@ stacked on a leading member axis by the loop (which ``vmap``s every method over 
 ``progress`` is the fraction of training done, in ``[0, 1]`` (learning-rate annealing,
 exploration schedules). Numeric hyperparameters are not attributes: they live in
 ``state.hparams`` (a dict of ``()`` float32 arrays), so that they can be vmapped over
-in a sweep and perturbed per member by PBT; a learner names the ones it reads in
-``hparams`` (declared in :mod:`socialjax.agents.hparams`).
+in a sweep and perturbed per member by PBT; a learner class names the ones it reads in
+``hparams`` (declared in :mod:`socialjax.agents.hparams`). The classes are found by name
+in :mod:`socialjax.agents.registry`.
 """
 
 from __future__ import annotations
@@ -28,9 +29,20 @@ class Learner(Protocol):
     ``obs`` ``(M, ...)``, ``reset`` ``(M,) bool`` (first step of an episode), ``hidden``
     ``(M, H)`` with ``H = hidden_size``."""
 
-    hparams: tuple[str, ...]  # the hyperparameters read from state.hparams
+    hparams: tuple[str, ...]  # the hyperparameters read from state.hparams (a class attribute)
+    RECURRENT: bool  # the class supports a recurrent core
+    ALIGNS: bool  # prepare gives advantages "adv" that Advantage Alignment may mix
     recurrent: bool
     hidden_size: int
+
+    @classmethod
+    def from_config(cls, obs_space, spec, num_actions: int, config, seats: int) -> "Learner":
+        """The learner a :class:`~socialjax.train.TrainConfig` describes, with ``seats``
+        seats per member (found by ``config.algo`` in :mod:`socialjax.agents.registry`)."""
+
+    def check_batch(self, config, seats: int) -> None:
+        """``ValueError``, before compiling, when rollouts of ``config.rollout_len`` steps
+        on ``seats`` seats cannot be batched as the config asks."""
 
     def init(self, key: jax.Array, hparams: dict[str, Any]) -> "LearnerState":
         """A fresh member with these hyperparameters."""

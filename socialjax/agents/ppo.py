@@ -71,6 +71,31 @@ def gae(
 class ActorCriticLearner:
     """PPO or A2C on an :class:`~socialjax.agents.networks.ActorCritic`."""
 
+    hparams = HPARAMS  # the Learner contract's names, read from state.hparams
+    RECURRENT = True  # a GRU core is supported
+    ALIGNS = True  # prepare gives advantages "adv" (Advantage Alignment mixes them)
+
+    @classmethod
+    def from_config(cls, obs_space: Space, spec: EncoderSpec, num_actions: int, config,
+                    seats: int) -> "ActorCriticLearner":
+        """The learner a :class:`~socialjax.train.TrainConfig` describes (its ``algo``,
+        network and schedule fields; ``seats`` per member is not needed)."""
+        return cls(
+            obs_space, spec, num_actions, algo=config.algo, update_epochs=config.update_epochs,
+            num_minibatches=config.num_minibatches, anneal_lr=config.anneal_lr, hidden=config.hidden,
+            recurrent=config.recurrent, embed_dim=config.embed_dim, channels=config.channels,
+            conv=resolve_conv(config.conv), precision=config.precision,
+        )
+
+    def check_batch(self, config, seats: int) -> None:
+        """``ValueError`` unless a rollout of ``config.rollout_len`` steps on ``seats``
+        seats splits into ``config.num_minibatches`` minibatches (before compiling)."""
+        T, M, K = config.rollout_len, seats, config.num_minibatches
+        if not self.recurrent and (T * M) % K:
+            raise ValueError(f"{T * M} samples per learner (rollout_len x {M} seats) do not split into {K} minibatches")
+        if self.recurrent and M % K:
+            raise ValueError(f"recurrent learners split their {M} seats into {K} minibatches: not divisible")
+
     def __init__(
         self,
         obs_space: Space,
@@ -96,7 +121,6 @@ class ActorCriticLearner:
             spec, num_actions, hidden, recurrent, embed_dim, channels, resolve_conv(conv), compute_dtype(precision)
         )
         self.recurrent = recurrent
-        self.hparams = HPARAMS
         self.update_epochs = 1 if algo == "a2c" else int(update_epochs)
         self.num_minibatches = 1 if algo == "a2c" else int(num_minibatches)
         self.anneal_lr = bool(anneal_lr)
@@ -240,7 +264,9 @@ def advantage_alignment(adv: jax.Array, done: jax.Array, gamma: jax.Array, beta:
     ``(T, E)`` and at the start of the rollout (the sum does not reach back into the
     previous rollout). The product aligns i's policy gradient with the co-players' advantages:
     actions good for the others are reinforced in proportion to how well i has been
-    doing in this episode. ``N = 1`` returns ``adv`` unchanged.
+    doing in this episode. ``N = 1`` returns ``adv`` unchanged. ``gamma``: ``()``, or
+    ``(E, N)`` for each seat's own discount (the population loop passes each learner's,
+    the one its GAE used).
     """
     T, E, N = adv.shape
     if N < 2:

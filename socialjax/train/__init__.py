@@ -1,7 +1,8 @@
 """Training: the compiled population loop and the runs around it.
 
 - :class:`TrainConfig` (:mod:`.config`): one frozen dataclass for a whole experiment.
-- :func:`make_train` (:mod:`.population`): ``train(key, hparams=None)``, pure and jittable.
+- :func:`make_train` (:mod:`.population`): a :class:`~.population.Trainer`, ``train(key, hparams=None)``,
+  pure and jittable, or in segments (``train.init``, ``train.updates``, ``train.finish``).
 - :func:`run` (:mod:`.run`): seeds x hyperparameter grid in one call, vmapped and spread over devices;
   in segments with a :class:`Snapshot` after each, to checkpoint and resume.
 - :func:`play` (:mod:`.playback`): roll out (and render) a trained population.

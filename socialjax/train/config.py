@@ -24,10 +24,9 @@ from typing import Any
 import numpy as np
 
 from socialjax.agents import hparams as hp
-
+from socialjax.agents.registry import ALGOS, LEARNERS, algos_where, learner_class
 from socialjax.core.params import parse_bool
 
-ALGOS = ("ppo", "a2c", "dqn")
 REWARDS = ("individual", "common", "inequity_aversion", "svo", "exchange")  # socialjax.train.rewards
 # the network options (socialjax.agents.networks: ENCODERS, CONVS, PRECISIONS; written
 # out here so that reading a config does not import JAX)
@@ -37,12 +36,9 @@ PRECISIONS = ("float32", "bfloat16")
 SEATINGS = ("independent", "shared", "grouped", "random", "fixed")
 SELECTIONS = ("none", "truncation", "pbt", "imitate")
 
-# Hyperparameters each learner reads from its state (and that may be arrays), declared
-# with their defaults and ranges in socialjax.agents.hparams.
-ACTOR_CRITIC_HPARAMS = hp.ACTOR_CRITIC
-DQN_HPARAMS = hp.DQN
-LOOP_HPARAMS = hp.LOOP
-SWEEPABLE = tuple(dict.fromkeys(ACTOR_CRITIC_HPARAMS + DQN_HPARAMS + LOOP_HPARAMS))
+# The hyperparameters the learners read from their states and the loop's own (any may be
+# an array), declared with their defaults and ranges in socialjax.agents.hparams.
+SWEEPABLE = tuple(dict.fromkeys([name for cls in LEARNERS.values() for name in cls.hparams] + list(hp.LOOP)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,7 +51,7 @@ class TrainConfig:
     """
 
     # learner ------------------------------------------------------------------------
-    algo: str = "ppo"  # ppo | a2c | dqn
+    algo: str = "ppo"  # ppo | a2c | dqn (socialjax.agents.registry)
     network: str = "auto"  # auto | mlp | onehot | cnn | cnn_sj (see socialjax.agents.networks)
     hidden: int = 64
     recurrent: bool = False  # GRU core (PPO/A2C)
@@ -134,8 +130,8 @@ class TrainConfig:
         return dataclasses.replace(self, **changes)
 
     def hparam_names(self) -> tuple[str, ...]:
-        base = DQN_HPARAMS if self.algo == "dqn" else ACTOR_CRITIC_HPARAMS
-        return base + LOOP_HPARAMS
+        """The hyperparameters of this config's learner, then the loop's."""
+        return learner_class(self.algo).hparams + hp.LOOP
 
     def sweep_axes(self) -> dict[str, np.ndarray]:
         """The hyperparameters given as arrays: ``{name: (k,) values}``."""
@@ -211,10 +207,12 @@ class TrainConfig:
         if self.learner_fraction is not None and (not _finite(self.learner_fraction)
                                                   or not 0.0 < self.learner_fraction <= 1.0):
             raise ValueError(f"learner_fraction must be None or in (0, 1], got {self.learner_fraction!r}")
-        if self.algo == "dqn" and self.recurrent:
-            raise ValueError("recurrent=True is only supported by ppo and a2c")
-        if self.algo == "dqn" and np.any(grid["aa_beta"] != 0):
-            raise ValueError("aa_beta (Advantage Alignment) needs an actor-critic learner (ppo or a2c)")
+        learner = learner_class(self.algo)
+        if self.recurrent and not learner.RECURRENT:
+            raise ValueError(f"recurrent=True is only supported by {' and '.join(algos_where('RECURRENT'))}")
+        if not learner.ALIGNS and np.any(grid["aa_beta"] != 0):
+            raise ValueError(f"aa_beta (Advantage Alignment) needs an actor-critic learner "
+                             f"({' or '.join(algos_where('ALIGNS'))})")
 
 
 BOOL_FIELDS = tuple(f.name for f in dataclasses.fields(TrainConfig) if f.type in ("bool", bool))

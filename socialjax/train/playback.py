@@ -79,8 +79,9 @@ def play(
     """Roll out ``num_steps`` steps of one game with the trained ``learners`` (the
     ``TrainState.learners`` of one run, leaves with a leading learner axis ``L``).
 
-    ``train`` is the function returned by :func:`~socialjax.train.make_train` (it
-    carries the environment, the learner and the scripted members). Rendering needs a
+    ``train`` is the :class:`~socialjax.train.population.Trainer` returned by
+    :func:`~socialjax.train.make_train` (it carries the environment, the learner and the
+    scripted members). Rendering needs a
     grid game (``env.render``).
     """
     env = train.env
@@ -121,12 +122,12 @@ def _play(train, learners, key, row, params, num_steps: int, render: bool, greed
     slots = tuple(m.init_slot(k, N) for m, k in zip(scripted, jax.random.split(key_slots, max(len(scripted), 1))))
     one = lambda x: x[None]  # noqa: E731  (a batch of one game)
     first = _render(env, state)[None] if render else None
+    table = seated.row_table(env, params, learner, scripted, L, row, slots, 1, train.config.coplayer_id)
 
     def step(games, key_t):
         key_act, key_script, key_env = jax.random.split(key_t, 3)
-        games, (raw, actions, done, _) = seated.step(env, params, learner, scripted, L, seat_states, row, slots, games,
-                                                     key_act, key_script, key_env[None], greedy=greedy,
-                                                     coplayer_id=train.config.coplayer_id)
+        games, (raw, actions, done, _) = seated.step(table, seat_states, games, key_act, key_script, key_env[None],
+                                                     greedy=greedy)
         frame = _render(env, jax.tree_util.tree_map(lambda x: x[0], games.state)) if render else None
         return games, (raw[0], actions[0], done[0], frame)
 

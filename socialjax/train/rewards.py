@@ -38,14 +38,6 @@ from socialjax.agents.shaping import (
 )
 from socialjax.train.config import REWARDS
 
-SHAPING_HPARAMS = {  # the hyperparameters each form reads
-    "individual": (),
-    "common": (),
-    "inequity_aversion": ("ia_alpha", "ia_beta"),
-    "svo": ("svo_angle", "svo_weight"),
-    "exchange": ("self_interest",),
-}
-
 
 def learner_rewards(reward: Any, num_learners: int) -> tuple[str, ...]:
     """``TrainConfig.reward`` as one form per learner; ``ValueError`` naming the problem."""

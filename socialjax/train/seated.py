@@ -1,8 +1,10 @@
 """The one seated step: learners act on their seats, scripted members on theirs, and the
 games step. Training (:func:`socialjax.train.population.make_train`), the evaluation
 scenarios (:mod:`socialjax.train.evaluation`) and playback
-(:mod:`socialjax.train.playback`) all step through :func:`act_and_step`; they differ only
-in how seats map to learners (a :class:`~socialjax.train.seating.LearnerSeats`).
+(:mod:`socialjax.train.playback`) all step through :func:`act_and_step`, given one
+:class:`Table` (the game, the learner and who sits where: a :class:`Seating` and the
+learners' :class:`~socialjax.train.seating.LearnerSeats`) and carrying one
+:class:`Games`; they differ only in how seats map to learners.
 
 With ``TrainConfig.coplayer_id`` a learner also sees who it plays (the "Opponent ID"
 ablation of Weis et al. 2026): its observation becomes ``{"obs": own observation,
@@ -20,11 +22,13 @@ before the scan (:func:`seat_learners`, leading axis ``N``), and the seats play 
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from flax import struct
 
 from socialjax.agents.networks import COPLAYER
 from socialjax.agents.scripted import raw_reward, scripted_actions
@@ -34,12 +38,14 @@ from socialjax.train.seating import LearnerSeats
 
 class Acted(NamedTuple):
     """One seated step. In the learners' block ``(L, M, ...)``: ``obs_l`` (what they
-    acted on), ``hidden`` (their new recurrent state), ``action``, ``aux`` (what
-    ``learner.act`` returns besides; ``None`` when greedy). Per game ``(E, ...)``: every
+    acted on), ``reset_l`` (whether it started an episode), ``hidden`` (their new
+    recurrent state), ``action``, ``aux`` (what ``learner.act`` returns besides; ``None``
+    when greedy). Per game ``(E, ...)``: every
     seat's ``actions`` ``(E, N)`` and the step's ``obs``, ``state``, ``reward``, ``done``,
     ``info``."""
 
     obs_l: Any
+    reset_l: jax.Array
     hidden: jax.Array
     action: jax.Array
     aux: Any
@@ -88,19 +94,76 @@ def learner_obs(obs_flat, view: jax.Array | None):
     return obs_flat if view is None else {"obs": obs_flat, COPLAYER: view}
 
 
-def act_and_step(env, params, learner, states, seats: LearnerSeats, members, first: int, seat_member: jax.Array,
-                 slots, obs, state, reset_l: jax.Array, hidden_l: jax.Array, key_act: jax.Array,
-                 key_script: jax.Array, env_keys: jax.Array, progress_frac=1.0, greedy: bool = False,
-                 view: jax.Array | None = None) -> Acted:
-    """Learner ``i`` (``states[i]``, recurrent state ``hidden_l[i]``, episode starts
-    ``reset_l[i]``) acts on its seats in ``seats``, sampling with ``split(key_act, L)[i]``
-    (or ``greedy``); the scripted ``members`` (population members ``first, first + 1,
-    ...``) act on the seats ``seat_member`` ``(E * N,)`` gives them (``key_script``); the
-    ``E`` games (``obs`` ``(E, N, ...)``, env ``state``) step with ``env_keys`` ``(E,)``.
-    ``view`` ``(E * N, K)``: the seats' co-player view (``TrainConfig.coplayer_id``)."""
+@struct.dataclass(kw_only=True)
+class Seating:
+    """One draw of who sits where in ``E`` games of ``N`` seats: ``assign`` ``(E, N)
+    int32`` (the member in each seat), ``order`` ``(E * N,) int32`` (the flat seats
+    sorted by member, see :mod:`socialjax.train.seating`; ``None`` where the layout is
+    known when tracing), the scripted members' ``slots`` (their per-seat state, one per
+    member, leading ``E * N``) and the seats' co-player ``view`` ``(E * N, K)`` (``None``
+    without ``TrainConfig.coplayer_id``). Training carries it from update to update."""
+
+    # fields in alphabetical order: the leaf order of a checkpointed run state
+    assign: jax.Array
+    order: jax.Array | None = None
+    slots: tuple
+    view: jax.Array | None = None
+
+
+@struct.dataclass(kw_only=True)
+class Games:
+    """What a seated loop carries from step to step, for ``G`` games of ``N`` seats:
+    ``obs`` ``(G, N, ...)``, the env ``state`` (leading ``G``), the recurrent ``hidden``
+    ``(G * N, H)`` per flat seat and ``reset`` ``(G, N)`` (the seat's observation starts
+    an episode). Training also carries each game's social-metric accumulator ``acc``
+    (leading ``G``), each seat's return so far ``ep_return`` ``(G, N)`` and, with smoothed
+    reward shaping, its ``traces`` ``(G, N)``; elsewhere they are ``None``."""
+
+    # fields in alphabetical order: the leaf order of a checkpointed run state
+    acc: Any = None
+    ep_return: jax.Array | None = None
+    hidden: jax.Array
+    obs: Any
+    reset: jax.Array
+    state: Any
+    traces: jax.Array | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Table:
+    """Everything a seated step needs besides the learners' states and the games: the
+    ``env`` and its ``params``, the ``learner``, where the learners' ``(L, M)`` block sits
+    (``seats``), the scripted ``members`` (population members ``first, first + 1, ...``)
+    and the :class:`Seating` they are playing. Built once per seating, inside the
+    compiled program (not a pytree)."""
+
+    env: Any
+    params: Any
+    learner: Any
+    seats: LearnerSeats
+    members: tuple
+    first: int
+    seating: Seating
+
+    @property
+    def seat_member(self) -> jax.Array:
+        """``(E * N,)``: the member in each flat seat."""
+        return self.seating.assign.reshape(-1)
+
+
+def act_and_step(table: Table, states, games: Games, key_act: jax.Array, key_script: jax.Array,
+                 env_keys: jax.Array, *, progress_frac=1.0, greedy: bool = False) -> Acted:
+    """Learner ``i`` (``states[i]``) acts on its seats of ``table.seats`` with its
+    recurrent state and episode starts from ``games``, sampling with ``split(key_act,
+    L)[i]`` (or ``greedy``); the scripted members act on the seats the seating gives
+    them (``key_script``); the ``E`` games step with ``env_keys`` ``(E,)``. The learners
+    see the seating's co-player ``view`` when it has one (``TrainConfig.coplayer_id``)."""
+    seats, learner, seating = table.seats, table.learner, table.seating
     E, N, L = seats.num_envs, seats.num_seats, seats.num_learners
-    obs_flat = jax.tree_util.tree_map(lambda x: x.reshape(E * N, *x.shape[2:]), obs)
-    obs_l = jax.tree_util.tree_map(seats.gather, learner_obs(obs_flat, view))
+    obs_flat = jax.tree_util.tree_map(lambda x: x.reshape(E * N, *x.shape[2:]), games.obs)
+    obs_l = jax.tree_util.tree_map(seats.gather, learner_obs(obs_flat, seating.view))
+    reset_l = seats.gather(games.reset.reshape(E * N))
+    hidden_l = seats.gather(games.hidden)
     if greedy:
         hidden, action = jax.vmap(learner.greedy)(states, hidden_l, obs_l, reset_l)
         aux = None
@@ -109,20 +172,20 @@ def act_and_step(env, params, learner, states, seats: LearnerSeats, members, fir
             states, hidden_l, obs_l, reset_l, jax.random.split(key_act, L), progress_frac
         )
     actions = seats.scatter(jnp.zeros((E * N,), jnp.int32), action)
-    actions = scripted_actions(members, first, seat_member, slots, obs_flat, key_script, actions).reshape(E, N)
-    obs, state, reward, done, info = jax.vmap(env.step, in_axes=(0, 0, 0, None))(env_keys, state, actions, params)
-    return Acted(obs_l, hidden, action, aux, actions, obs, state, reward, done, info)
+    actions = scripted_actions(table.members, table.first, table.seat_member, seating.slots, obs_flat, key_script,
+                               actions).reshape(E, N)
+    obs, state, reward, done, info = jax.vmap(table.env.step, in_axes=(0, 0, 0, None))(env_keys, games.state, actions,
+                                                                                       table.params)
+    return Acted(obs_l, reset_l, hidden, action, aux, actions, obs, state, reward, done, info)
 
 
-class Games(NamedTuple):
-    """What the step carries: ``obs`` ``(G, N, ...)``, the env ``state`` (leading ``G``),
-    the recurrent ``hidden`` ``(N, G, H)`` and ``reset`` ``(N, G)`` (first step of an
-    episode)."""
-
-    obs: Any
-    state: Any
-    hidden: jax.Array
-    reset: jax.Array
+def next_games(games: Games, table: Table, out: Acted) -> Games:
+    """The games after the step ``out``: its observations and env states, the learners'
+    new recurrent states written back to their seats, and every seat of a game that
+    ended flagged as starting an episode (the environment auto-resets)."""
+    E, N = table.seats.num_envs, table.seats.num_seats
+    return games.replace(obs=out.obs, state=out.state, hidden=table.seats.scatter(games.hidden, out.hidden),
+                         reset=jnp.broadcast_to(out.done[:, None], (E, N)))
 
 
 def seat_learners(learners, row: jax.Array, num_learners: int):
@@ -132,27 +195,31 @@ def seat_learners(learners, row: jax.Array, num_learners: int):
 
 
 def start(obs, state, num_seats: int, hidden_size: int) -> Games:
-    """The carry of ``G`` freshly reset games (``obs`` ``(G, N, ...)``)."""
+    """The :class:`Games` of ``G`` freshly reset games (``obs`` ``(G, N, ...)``)."""
     G = jax.tree_util.tree_leaves(obs)[0].shape[0]
-    return Games(obs, state, jnp.zeros((num_seats, G, hidden_size), jnp.float32), jnp.ones((num_seats, G), bool))
+    return Games(obs=obs, state=state, hidden=jnp.zeros((G * num_seats, hidden_size), jnp.float32),
+                 reset=jnp.ones((G, num_seats), bool))
 
 
-def step(env, params, learner, members, num_learners: int, seat_states, row: jax.Array, slots, games: Games,
-         key_act: jax.Array, key_script: jax.Array, env_keys: jax.Array, greedy: bool = False,
-         coplayer_id: bool = False):
-    """One step of ``G`` games seated by ``row`` (:func:`act_and_step` with every seat
-    its own learner: seat ``i`` holds ``seat_states[i]`` in every game, members
-    ``num_learners, ...`` are the scripted ``members``). Returns the new :class:`Games`
-    and ``(raw reward (G, N), actions (G, N), done (G,), info)``, the reward being the
-    environment's own (before any shaping). ``coplayer_id``: the learners see the view."""
-    N = row.shape[0]
-    G = env_keys.shape[0]
+def row_table(env, params, learner, members, num_learners: int, row: jax.Array, slots, num_games: int,
+              coplayer_id: bool = False) -> Table:
+    """The :class:`Table` of ``num_games`` games ``G`` seated by one ``row`` ``(N,)``
+    (evaluation and playback): every seat is its own "learner" of ``G`` seats, holding
+    the state :func:`seat_learners` gathered for it; members ``num_learners, ...`` are
+    the scripted ``members``. ``coplayer_id``: the learners see the view."""
+    N, G = row.shape[0], num_games
     seats = LearnerSeats(num_learners=N, seats_per_learner=G, num_envs=G, num_seats=N, index=None, layout="transpose")
-    seat_member = jnp.broadcast_to(row, (G, N)).reshape(-1)
-    view = coplayer_view(members, num_learners, seat_member, slots, N) if coplayer_id else None
-    out = act_and_step(env, params, learner, seat_states, seats, members, num_learners, seat_member, slots,
-                       games.obs, games.state, games.reset, games.hidden, key_act, key_script, env_keys, greedy=greedy,
-                       view=view)
-    reset = jnp.broadcast_to(out.done[None, :], (N, G))
-    return Games(out.obs, out.state, out.hidden, reset), (raw_reward(out.info, out.reward), out.actions, out.done,
-                                                          out.info)
+    assign = jnp.broadcast_to(row, (G, N))
+    view = coplayer_view(members, num_learners, assign.reshape(-1), slots, N) if coplayer_id else None
+    return Table(env, params, learner, seats, tuple(members), num_learners, Seating(assign=assign, slots=slots,
+                                                                                     view=view))
+
+
+def step(table: Table, seat_states, games: Games, key_act: jax.Array, key_script: jax.Array, env_keys: jax.Array,
+         greedy: bool = False):
+    """One step of the games of a :func:`row_table` (seat ``i`` holds ``seat_states[i]``
+    in every game). Returns the new :class:`Games` and ``(raw reward (G, N), actions
+    (G, N), done (G,), info)``, the reward being the environment's own (before any
+    shaping)."""
+    out = act_and_step(table, seat_states, games, key_act, key_script, env_keys, greedy=greedy)
+    return next_games(games, table, out), (raw_reward(out.info, out.reward), out.actions, out.done, out.info)

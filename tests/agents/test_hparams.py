@@ -14,7 +14,7 @@ from socialjax.agents.learner import Learner
 from socialjax.agents.ppo import ActorCriticLearner
 from socialjax.train import TrainConfig
 from socialjax.train.config import SWEEPABLE
-from socialjax.train.population import make_learner
+from socialjax.train.learners import make_learner
 from socialjax.train.selection import PROBABILITIES
 
 

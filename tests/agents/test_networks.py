@@ -27,7 +27,7 @@ from socialjax.agents.networks import (
 )
 from socialjax.core.spaces import Box, Dict
 from socialjax.train import TrainConfig, config as config_module
-from socialjax.train.population import make_learner
+from socialjax.train.learners import make_learner
 
 KEY = jax.random.key(0)
 

@@ -93,7 +93,7 @@ def test_reward_scale_multiplies_the_rewards_before_the_advantages_and_targets()
     import socialjax as sj
     from socialjax.agents.learner import Rollout
     from socialjax.train import TrainConfig
-    from socialjax.train.population import make_learner
+    from socialjax.train.learners import make_learner
 
     env = sj.make("ipd", num_rounds=4)
     learner = make_learner(env, TrainConfig(algo="a2c", num_envs=1, rollout_len=4), seats_per_learner=2)
