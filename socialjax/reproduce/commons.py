@@ -31,6 +31,7 @@ from socialjax.reproduce.core import (
     sign_verdict,
 )
 from socialjax.reproduce.gridworlds import PAPER_IPPO, SMALL, SMALL_EPISODE
+from socialjax.viz.plots import mean_ci95
 
 METRICS = (
     ("efficiency", "efficiency (collective reward per step)"),
@@ -70,8 +71,6 @@ def plot(rep, path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from socialjax.viz.plots import mean_ci95
 
     fig, axes = plt.subplots(1, len(METRICS), figsize=(4.4 * len(METRICS), 3.4))
     x = rep.steps["selfish"]

@@ -74,6 +74,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from socialjax import make
 from socialjax.reproduce.core import (
     FINAL_SHARE,
     Analysis,
@@ -88,6 +89,7 @@ from socialjax.reproduce.core import (
     sign_verdict,
 )
 from socialjax.rollout import infos, scan_steps
+from socialjax.viz.plots import mean_ci95
 
 # ----------------------------------------------------------------------------- GovSim
 FRACTIONS = tuple(round(0.05 * k, 2) for k in range(1, 21))  # the group's fraction of the stock, 0.05 .. 1
@@ -156,8 +158,6 @@ def govsim_sweep(keys: jax.Array, fractions: jax.Array, games: int) -> dict[str,
     game, for ``S`` keys (seeds) and ``F`` group fractions, ``games`` games each: every
     month each of the 5 fishers asks for ``f_i S / N`` tons, ``f_i = f exp(h u_i)`` (``u``
     uniform with unit variance, fixed for the game), randomly rounded to whole tons."""
-    from socialjax import make
-
     env = make("commons_govsim")
     params = env.default_params
     N, T, L = env.num_agents, env.episode_length, env.num_levels
@@ -200,8 +200,6 @@ def f_half(fractions: np.ndarray, rate: np.ndarray) -> float:
 def institutions_env():
     """The Ostrom CPR with all three institutions built in (an arm switches off the ones
     it lacks)."""
-    from socialjax import make
-
     return make("commons_ostrom", monitoring=True, sanctions="destroy", quota_vote=True)
 
 
@@ -375,8 +373,6 @@ def plot(rep, path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from socialjax.viz.plots import mean_ci95
 
     fig, (ax, ax_i) = plt.subplots(1, 2, figsize=(11.5, 4.0))
     x = np.asarray(FRACTIONS)

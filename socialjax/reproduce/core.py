@@ -17,6 +17,11 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+import socialjax as sj
+from socialjax.train import TrainConfig, run, save_run, store
+from socialjax.train.config import SWEEPABLE
+from socialjax.viz.plots import mean_ci95
+
 SCALES = ("small", "paper")
 VERDICTS = ("reproduced", "partly", "not reproduced")
 KIND = "reproduction"
@@ -162,8 +167,6 @@ def final_values(curve: np.ndarray, window: str = "end") -> np.ndarray:
 
 def interval(values: np.ndarray) -> tuple[float, float, float]:
     """Mean and 95% bootstrap interval over seeds (:func:`socialjax.viz.plots.mean_ci95`)."""
-    from socialjax.viz.plots import mean_ci95
-
     values = np.asarray(values, np.float64)
     values = values[np.isfinite(values)]
     if values.size == 0:
@@ -233,8 +236,6 @@ def group_plans(plans: list, scale: str) -> list[list]:
     """Conditions that differ only in the values of sweepable hyperparameters (same env,
     options and every other setting, no sweep of their own) train as one run over the
     grid of those values: one compilation instead of one per condition."""
-    from socialjax.train.config import SWEEPABLE
-
     groups: dict[Any, list] = {}
     for cond, env, config in plans:
         fixed = {k: v for k, v in dataclasses.asdict(config).items() if k not in SWEEPABLE}
@@ -248,8 +249,6 @@ def group_plans(plans: list, scale: str) -> list[list]:
 def merged_config(group: list):
     """The config of a group's run: each hyperparameter the conditions disagree on swept
     over their values (the outer product; points no condition asked for are run too)."""
-    from socialjax.train.config import SWEEPABLE
-
     configs = [config for _, _, config in group]
     axes = {}
     for name in SWEEPABLE:
@@ -274,8 +273,6 @@ def reproduce(entry: Entry, scale: str = "small", seeds: int | None = None, *, o
     entry's), measure, judge, and (with ``out``) write the folder atomically:
     ``figure.png``, ``table.csv``, ``summary.txt``, ``reproduction.json`` and each
     condition's run (``<condition>/``, as ``socialjax train`` writes it)."""
-    import socialjax as sj
-    from socialjax.train import TrainConfig, run, save_run, store
 
     if scale not in SCALES:
         raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
@@ -413,8 +410,6 @@ def plot_reproduction(rep: Reproduction, path: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from socialjax.viz.plots import mean_ci95
 
     e = rep.entry
     measures = e.measures if e.conditions_at(rep.scale) else ()

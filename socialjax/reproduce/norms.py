@@ -31,12 +31,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from socialjax import make
+from socialjax.envs.institutions import ir_strategies as irs
 from socialjax.reproduce.core import (
     Analysis,
     Entry,
     Reference,
     combined_verdict,
     finish_figure,
+    interval,
     ordered_verdict,
 )
 
@@ -71,8 +74,6 @@ def _image_keys() -> tuple[tuple[str, str], ...]:
 def stability(norm: str, key: jax.Array, rounds: int, games: int) -> dict[str, np.ndarray]:
     """Payoff per round of each strategy and the cooperation rate, ``games`` games of
     ``rounds`` rounds under ``norm`` (public assessment, the module's error rates)."""
-    from socialjax import make
-    from socialjax.envs.institutions import ir_strategies as irs
 
     env = make("indirect_reciprocity", num_agents=PLAYERS, norm=norm, episode_length=rounds)
     params = env.default_params.replace(execution_error=EXECUTION_ERROR, assessment_error=ASSESSMENT_ERROR)
@@ -93,8 +94,6 @@ def stability(norm: str, key: jax.Array, rounds: int, games: int) -> dict[str, n
 def image_scoring_cooperation(execution_error: float, key: jax.Array, generations: int) -> float:
     """Cooperation rate over the last fifth of ``generations`` generations of image-score
     strategies, ALLC and ALLD evolving from a uniform mix (image-scoring norm, public)."""
-    from socialjax import make
-    from socialjax.envs.institutions import ir_strategies as irs
 
     env = make("indirect_reciprocity", num_agents=PLAYERS, norm="image_scoring")
     params = env.default_params.replace(execution_error=execution_error)
@@ -146,8 +145,6 @@ def plot(rep, path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from socialjax.reproduce.core import interval
 
     fig, (ax, ax_c) = plt.subplots(1, 2, figsize=(11, 3.8))
     x = np.arange(len(NORM_NAMES))

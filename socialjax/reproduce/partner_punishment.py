@@ -62,6 +62,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from socialjax import make
 from socialjax.core.spaces import Discrete
 from socialjax.core.wrappers import Wrapper
 from socialjax.envs.institutions.partner_punishment import (
@@ -88,6 +89,8 @@ from socialjax.reproduce.core import (
     finish_figure,
     ordered_verdict,
 )
+from socialjax.train import TrainConfig, run
+from socialjax.viz.plots import mean_ci95
 
 
 # ----------------------------------------------------------------------------- the action
@@ -154,8 +157,6 @@ NUM_STATES = int(np.prod(STATE_SIZES))
 
 
 def make_env(options, wrap: bool = True):
-    from socialjax import make
-
     env = make("partner_punishment", num_agents=NUM_AGENTS, num_rounds=NUM_ROUNDS, **options)
     return PhaseAction(env) if wrap else env
 
@@ -299,8 +300,6 @@ def dqn_values(seeds: int) -> dict[tuple[str, str], np.ndarray]:
     """Each condition (and third-party punishment) trained with ``socialjax.train``'s
     DQN: the same keys as the tabular rows, from the training metrics (per episode,
     summed over the agents)."""
-    from socialjax.train import TrainConfig, run
-
     out = {}
     for name, options in {**CONDITIONS, **PAPER_ONLY}.items():
         env = make_env(options)
@@ -362,8 +361,6 @@ def plot(rep, path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from socialjax.viz.plots import mean_ci95
 
     learners = [k for k in ("tabular", "dqn") if (f"{k}/baseline", "cooperation over training") in rep.curves]
     fig, axes = plt.subplots(len(learners), 2, figsize=(10, 3.6 * len(learners)), squeeze=False)

@@ -62,6 +62,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from socialjax import make
 from socialjax.core.spaces import Discrete
 from socialjax.core.wrappers import Wrapper
 from socialjax.envs.institutions.public_goods import OBS_PERIOD, design_params, obs_slices
@@ -77,6 +78,7 @@ from socialjax.reproduce.core import (
     sign_verdict,
 )
 from socialjax.rollout import infos, scan_steps
+from socialjax.train import TrainConfig, as_run, make_train, play, run
 
 # Fehr & Gaechter 2000: 10 periods per treatment; Fehr & Gaechter 2002: 6.
 PERIODS = {"2000": 10, "2002": 6}
@@ -207,8 +209,6 @@ def simulate(env, params, key: jax.Array, punish) -> dict[str, jax.Array]:
 def scripted_values(scale: str, seeds: int) -> dict[tuple[str, str], np.ndarray]:
     """Every scripted row's per-period contributions and summary quantities, ``(S,)``
     each (a seed's value is the mean over its ``SESSIONS[scale]`` sessions)."""
-    from socialjax import make
-
     G, out = SESSIONS[scale], {}
     for m, matching in enumerate(MATCHINGS):
         env = make("public_goods", num_agents=SESSION, punishment=True, matching=matching,
@@ -295,16 +295,12 @@ TENTHS = 10  # the learners' contribution over training, in tenths of the update
 def learner_env(matching: str, punish: bool):
     """The game the learners play: 16 players, 10 periods, the 2002 design's punishment
     (through :class:`StandardPunishment`) or none."""
-    from socialjax import make
-
     env = make("public_goods", num_agents=LEARNER_PLAYERS, matching=matching, punishment=punish,
                num_periods=PERIODS["2000"])
     return StandardPunishment(env) if punish else env
 
 
 def learner_config(env):
-    from socialjax.train import TrainConfig
-
     return TrainConfig().replace(rollout_len=env.episode_length, **LEARNERS)
 
 
@@ -313,8 +309,6 @@ def trained_periods(train, learners, key: jax.Array) -> np.ndarray:
     population (``train``: :func:`socialjax.train.make_train` of its env and config;
     ``learners``: one run's learner states), its policies sampled over
     ``PLAYBACK_EPISODES`` episodes."""
-    from socialjax.train import play
-
     env = train.env
     base = getattr(env, "unwrapped", env)
     out = play(train, learners, key, env.episode_length * PLAYBACK_EPISODES)
@@ -327,8 +321,6 @@ def learner_values(seeds: int) -> dict[tuple[str, str], np.ndarray]:
     """Each learner row: the contribution over the first and the last fifth of training
     (``start``, ``end``), the points assigned per member and period at the end, and the
     trained population's contribution per period, ``(S,)`` each."""
-    from socialjax.train import as_run, make_train, run
-
     out = {}
     for c, (matching, punish) in enumerate((m, p) for m in MATCHINGS for p in (False, True)):
         env, row = learner_env(matching, punish), learner_row(matching, punish)

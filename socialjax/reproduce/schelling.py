@@ -31,6 +31,9 @@ from socialjax.reproduce.core import (
     sign_verdict,
 )
 from socialjax.reproduce.gridworlds import PAPER_IPPO, SMALL, SMALL_EPISODE
+from socialjax.train import as_run
+from socialjax.train.evaluation import play_seatings
+from socialjax.viz.plots import mean_ci95
 
 PLAYERS = 5
 GAMES = {"cleanup": "cleanup_ssd", "harvest": "harvest_ssd"}
@@ -88,8 +91,6 @@ def schelling_diagram(env, config, cooperators, defectors, key: jax.Array, *, ev
     learner per run, trained with ``config`` on ``env``), run ``s`` of one seated with run
     ``s`` of the other. Each seating of :func:`compositions` is played in ``eval_envs``
     games of ``episode_length`` steps (one compiled program for all pairs)."""
-    from socialjax.train.evaluation import play_seatings
-
     rows = compositions(env.num_agents)
     pairs = jax.tree_util.tree_map(lambda a, b: jnp.concatenate([jnp.asarray(a), jnp.asarray(b)], axis=1),
                                    cooperators, defectors)  # (S, 2, ...)
@@ -118,8 +119,6 @@ def _keys(scale: str) -> tuple[tuple[str, str], ...]:
 
 
 def _compute(runs, scale: str, seeds: int) -> dict[tuple[str, str], np.ndarray]:
-    from socialjax.train import as_run
-
     out = {}
     for i, game in enumerate(_games(scale)):
         coop, env, config = runs[f"{game}/cooperators"]
@@ -154,8 +153,6 @@ def plot(rep, path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from socialjax.viz.plots import mean_ci95
 
     x = np.arange(PLAYERS)
     colours = {"cooperator": "tab:blue", "defector": "tab:red"}

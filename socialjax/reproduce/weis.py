@@ -62,6 +62,9 @@ from socialjax.reproduce.core import (
     finish_figure,
     ordered_verdict,
 )
+from socialjax.train import as_run
+from socialjax.train.evaluation import play_seatings
+from socialjax.viz.plots import plot_bands
 
 # Weis et al. 2026, Table 1: a donation game with benefit 2 and cost 1 (R, S, T, P) = (1, -1, 2, 0)
 BENEFIT, COST = 2.0, 1.0
@@ -153,8 +156,6 @@ def play_pool(env, config, learners, key, eval_games: int) -> dict[str, np.ndarr
     """The trained pair ``learners`` (``(S, 2, ...)``, one pair per seed) against each
     other and against fresh random memory-one agents, ``eval_games`` games of
     ``num_rounds`` each: per seed, the learners' mean cooperation and reward per step."""
-    from socialjax.train.evaluation import play_seatings
-
     rows = [[0, 1], [0, 2], [1, 2]]  # the pair; each learner against a tabular agent
     rate = play_seatings(env, config, learners, rows, key, eval_envs=eval_games, steps=env.num_rounds,
                          scripted=(TABULAR,))  # (S, 3, 2)
@@ -166,8 +167,6 @@ def play_pool(env, config, learners, key, eval_games: int) -> dict[str, np.ndarr
 
 
 def _compute(runs, scale: str, seeds: int) -> dict[tuple[str, str], np.ndarray]:
-    from socialjax.train import as_run
-
     out = {}
     # the conditions with the same network play in one batch (one compiled evaluation);
     # opponent-id's learners observe the co-player view, so theirs is a second
@@ -209,8 +208,6 @@ def plot(rep, path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
-    from socialjax.viz.plots import plot_bands
 
     fig, axes = plt.subplots(2, 2, figsize=(13, 8))
     axes = axes.ravel()

@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping
 
+from socialjax.core.registry import make, unknown_name
 from socialjax.train.config import TrainConfig
 
 POPULATION = "population"  # sj.train.run on a TrainConfig
@@ -66,8 +67,6 @@ class Preset:
 
     def make_env(self, **option_overrides: Any):
         """The environment: ``sj.make(env, **{**env_options, **option_overrides})``."""
-        from socialjax.core.registry import make
-
         return make(self.env, **self.options(**option_overrides))
 
     def options(self, **option_overrides: Any) -> dict[str, Any]:
@@ -283,7 +282,5 @@ def preset_names() -> list[str]:
 def get_preset(name: str) -> Preset:
     """The preset called ``name``; ``ValueError`` naming the presets otherwise."""
     if name not in PRESETS:
-        from socialjax.core.registry import unknown_name
-
         raise unknown_name("preset", name, PRESETS)
     return PRESETS[name]

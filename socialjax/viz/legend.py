@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+from socialjax.core.registry import load_all
 from socialjax.envs.grid import constants as C
 from socialjax.envs.grid import render as R
 
@@ -21,8 +22,6 @@ def colour_legend() -> str:
     on the side it faces; agent ``j`` has colour ``j % len(AGENT_COLOURS)``). Every
     registered game's module is imported first, so that the table lists all their
     objects whatever was imported before."""
-    from socialjax.core.registry import load_all
-
     load_all()
     rows = ["| code | name | RGB | hex |", "|---|---|---|---|"]
     for code, rgb in sorted(R.COLOURS.items()):
