@@ -1,5 +1,7 @@
 """socialjax: social dilemmas as compiled, vectorised JAX simulations."""
 
+import importlib
+
 from socialjax import core
 from socialjax.core import (
     Box,
@@ -22,6 +24,16 @@ _register_all()
 
 __version__ = "0.1.0"
 
+# the training side loads on first use (``sj.train.run``): it imports distrax and TensorFlow
+# Probability, which would double the time ``import socialjax`` takes for environment users
+_LAZY = ("train", "reproduce")
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return importlib.import_module(f"socialjax.{name}")
+    raise AttributeError(f"module 'socialjax' has no attribute {name!r}")
+
 __all__ = [
     "Box",
     "Discrete",
@@ -36,5 +48,6 @@ __all__ = [
     "registered_envs",
     "rollout",
     "testing",
+    "train",
     "viz",
 ]
