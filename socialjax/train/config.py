@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from socialjax.agents import hparams as hp
-from socialjax.agents.registry import ALGOS, LEARNERS, algos_where, learner_class
+from socialjax.agents.registry import LEARNERS, algos, algos_where, learner_class
 from socialjax.core.params import parse_bool
 
 REWARDS = ("individual", "common", "inequity_aversion", "svo", "exchange")  # socialjax.train.rewards
@@ -51,7 +51,7 @@ class TrainConfig:
     """
 
     # learner ------------------------------------------------------------------------
-    algo: str = "ppo"  # ppo | a2c | dqn (socialjax.agents.registry)
+    algo: str = "ppo"  # ppo | a2c | dqn, or a name given to register_learner (socialjax.agents.registry)
     network: str = "auto"  # auto | mlp | onehot | cnn | cnn_sj (see socialjax.agents.networks)
     hidden: int = 64
     recurrent: bool = False  # GRU core (PPO/A2C)
@@ -130,7 +130,8 @@ class TrainConfig:
         return dataclasses.replace(self, **changes)
 
     def hparam_names(self) -> tuple[str, ...]:
-        """The hyperparameters of this config's learner, then the loop's."""
+        """The hyperparameters of this config's learner (looked up in the registry now),
+        then the loop's."""
         return learner_class(self.algo).hparams + hp.LOOP
 
     def sweep_axes(self) -> dict[str, np.ndarray]:
@@ -170,7 +171,7 @@ class TrainConfig:
 
     def validate(self) -> None:
         """Errors for settings that cannot work, before anything is compiled."""
-        _choice("algo", self.algo, ALGOS)
+        _choice("algo", self.algo, algos())  # read now: learners registered later count
         _choice("seating", self.seating, SEATINGS)
         _choice("selection", self.selection, SELECTIONS)
         _choice("exploration", self.exploration, ("epsilon", "boltzmann"))
