@@ -64,8 +64,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -174,9 +175,9 @@ def worker_envs(row, tiny: bool, **_):
 
 def worker_train(row, tiny: bool, part: str, **_):
     import jax
-
     from bench_train import update_pieces
     from check_io import compiled, peak_memory, timed
+
     from socialjax.agents.networks import resolve_conv
     from socialjax.train import make_train, run_keys
     from socialjax.train.memory import program_bytes
@@ -373,7 +374,7 @@ def machine(commit: str | None) -> dict[str, Any]:
              "'python': platform.python_version(), 'cpus': os.cpu_count()}))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     info = json.loads(out.stdout.strip().splitlines()[-1]) if out.returncode == 0 else {"error": out.stderr[-2000:]}
-    info["date"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    info["date"] = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     info["commit"] = commit or git_commit()
     info["host"] = platform.platform()
     return info

@@ -58,10 +58,9 @@ def _number(value):
 def bench_env(args, row) -> None:
     import jax
     import jax.numpy as jnp
+    from check_io import compiled, timed
 
     import socialjax
-
-    from check_io import compiled, timed
 
     env = socialjax.make("clean_up", num_agents=7, num_inner_steps=1000, cnn=True, jit=True, shared_rewards=False)
     n, actions_n = env.num_agents, env.action_space().n
@@ -95,7 +94,6 @@ def bench_env(args, row) -> None:
 
 def bench_train(args, row) -> None:
     import jax
-
     from check_io import compiled, peak_memory, timed
 
     overrides = {"NUM_ENVS": args.envs, "NUM_STEPS": args.rollout, "NUM_MINIBATCHES": args.minibatches,

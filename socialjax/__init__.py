@@ -2,7 +2,7 @@
 
 import importlib
 
-from socialjax import core
+from socialjax import core, metrics, testing, viz
 from socialjax.core import (
     Box,
     Discrete,
@@ -13,12 +13,9 @@ from socialjax.core import (
     make,
     registered_envs,
 )
-from socialjax import metrics
-from socialjax.rollout import rollout
-from socialjax import testing
-from socialjax import viz
 from socialjax.envs import register_all as _register_all
 from socialjax.metrics import SocialMetrics
+from socialjax.rollout import rollout
 
 _register_all()
 

@@ -57,7 +57,8 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp

@@ -24,7 +24,8 @@ environment's own ``step``). Shapes: ``N = num_agents``, ``T`` steps, ``B`` envs
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp

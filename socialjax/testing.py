@@ -22,7 +22,7 @@ works for wrappers too. Shapes: ``N = num_agents``, ``T = num_steps``, ``B`` env
 from __future__ import annotations
 
 import functools
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp

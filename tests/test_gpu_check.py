@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from support import ON_CPU
 
 ROOT = Path(__file__).resolve().parents[1]

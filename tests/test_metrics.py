@@ -12,12 +12,11 @@ from flax import struct
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from support import tol
 
 import socialjax as sj
 from socialjax import metrics, testing
 from socialjax.core import Discrete, Environment, EnvParams
-
-from support import tol
 
 NUM_ENVS = 8
 KEY = jax.random.key(7)

@@ -28,8 +28,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from socialjax.agents.learner import LearnerState, Rollout, adam, annealed, apply_updates, as_hparams
-from socialjax.agents.learner import clip_by_global_norm
+from socialjax.agents.learner import (
+    LearnerState,
+    Rollout,
+    adam,
+    annealed,
+    apply_updates,
+    as_hparams,
+    clip_by_global_norm,
+)
 from socialjax.agents.registry import register_learner
 from socialjax.core.spaces import Box
 from socialjax.train import make_train
@@ -59,7 +66,7 @@ class Reinforce:
         self.anneal_lr = bool(anneal_lr)
 
     @classmethod
-    def from_config(cls, obs_space, spec, num_actions: int, config, seats: int) -> "Reinforce":
+    def from_config(cls, obs_space, spec, num_actions: int, config, seats: int) -> Reinforce:
         """Built from the config's ``network`` (through ``spec``) and ``anneal_lr``."""
         if spec.kind not in ("onehot", "mlp"):
             raise ValueError(f"Reinforce reads flat Box observations (the matrix games), got {obs_space}")

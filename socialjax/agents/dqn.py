@@ -48,8 +48,8 @@ from socialjax.agents import hparams
 from socialjax.agents.learner import (
     LearnerState,
     Rollout,
-    annealed,
     adam,
+    annealed,
     apply_updates,
     as_hparams,
     clip_by_global_norm,
@@ -158,7 +158,7 @@ class DQNLearner:
     ALIGNS = False  # no advantages for Advantage Alignment
 
     @classmethod
-    def from_config(cls, obs_space: Space, spec: EncoderSpec, num_actions: int, config, seats: int) -> "DQNLearner":
+    def from_config(cls, obs_space: Space, spec: EncoderSpec, num_actions: int, config, seats: int) -> DQNLearner:
         """The learner a :class:`~socialjax.train.TrainConfig` describes, for rollouts of
         ``config.rollout_len`` steps on ``seats`` seats per member."""
         return cls(

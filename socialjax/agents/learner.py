@@ -36,7 +36,7 @@ class Learner(Protocol):
     hidden_size: int
 
     @classmethod
-    def from_config(cls, obs_space, spec, num_actions: int, config, seats: int) -> "Learner":
+    def from_config(cls, obs_space, spec, num_actions: int, config, seats: int) -> Learner:
         """The learner a :class:`~socialjax.train.TrainConfig` describes, with ``seats``
         seats per member (found by ``config.algo`` in :mod:`socialjax.agents.registry`)."""
 
@@ -44,23 +44,23 @@ class Learner(Protocol):
         """``ValueError``, before compiling, when rollouts of ``config.rollout_len`` steps
         on ``seats`` seats cannot be batched as the config asks."""
 
-    def init(self, key: jax.Array, hparams: dict[str, Any]) -> "LearnerState":
+    def init(self, key: jax.Array, hparams: dict[str, Any]) -> LearnerState:
         """A fresh member with these hyperparameters."""
 
-    def act(self, state: "LearnerState", hidden, obs, reset, key: jax.Array, progress) -> tuple[Any, jax.Array, dict]:
+    def act(self, state: LearnerState, hidden, obs, reset, key: jax.Array, progress) -> tuple[Any, jax.Array, dict]:
         """``(hidden, action (M,) int32, aux)``: sampled actions; ``aux`` is a dict of
         ``(M,)`` arrays the learner wants back in its :class:`Rollout` (PPO: value and
         log-probability)."""
 
-    def greedy(self, state: "LearnerState", hidden, obs, reset) -> tuple[Any, jax.Array]:
+    def greedy(self, state: LearnerState, hidden, obs, reset) -> tuple[Any, jax.Array]:
         """``(hidden, action)``: the learner's best action, without exploration."""
 
-    def prepare(self, state: "LearnerState", rollout: "Rollout", hparams=None) -> dict[str, jax.Array]:
+    def prepare(self, state: LearnerState, rollout: Rollout, hparams=None) -> dict[str, jax.Array]:
         """Per-step quantities computed before the update (PPO: advantages and value
         targets), which the loop may mix across seats (Advantage Alignment)."""
 
-    def update(self, state: "LearnerState", rollout: "Rollout", prepared: dict, key: jax.Array,
-               progress) -> tuple["LearnerState", dict[str, jax.Array]]:
+    def update(self, state: LearnerState, rollout: Rollout, prepared: dict, key: jax.Array,
+               progress) -> tuple[LearnerState, dict[str, jax.Array]]:
         """One learning step on a rollout; the metrics always include ``"loss"``."""
 
 

@@ -25,7 +25,7 @@ four outcomes ``CC, CD, DC, DD``; :func:`stationary_payoffs` computes them with 
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp

@@ -47,7 +47,8 @@ and unused for feed-forward networks). ``out`` is ``(logits (B, A), value (B,))`
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import flax.linen as nn
 import jax

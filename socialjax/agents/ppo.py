@@ -34,8 +34,8 @@ from socialjax.agents import hparams
 from socialjax.agents.learner import (
     LearnerState,
     Rollout,
-    annealed,
     adam,
+    annealed,
     apply_updates,
     as_hparams,
     clip_by_global_norm,
@@ -77,7 +77,7 @@ class ActorCriticLearner:
 
     @classmethod
     def from_config(cls, obs_space: Space, spec: EncoderSpec, num_actions: int, config,
-                    seats: int) -> "ActorCriticLearner":
+                    seats: int) -> ActorCriticLearner:
         """The learner a :class:`~socialjax.train.TrainConfig` describes (its ``algo``,
         network and schedule fields; ``seats`` per member is not needed)."""
         return cls(

@@ -71,7 +71,8 @@ game lists its own bots' names in its ``scripted_bots`` attribute, and
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp

@@ -10,8 +10,17 @@ import importlib.util
 import jax
 import jax.numpy as jnp
 
-from socialjax.cli.common import (add_cache_flag, check_row, ints, key_value, load_run, positive_float, positive_int,
-                                  run_index, use_compile_cache)
+from socialjax.cli.common import (
+    add_cache_flag,
+    check_row,
+    ints,
+    key_value,
+    load_run,
+    positive_float,
+    positive_int,
+    run_index,
+    use_compile_cache,
+)
 from socialjax.core.registry import env_class, make, registered_envs
 from socialjax.train import store
 from socialjax.train.playback import play

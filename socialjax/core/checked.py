@@ -55,7 +55,7 @@ class CheckedEnv(Wrapper):
         self._step = jax.jit(checkify.checkify(step, errors=checkify.user_checks | checkify.nan_checks))
         self._reset = jax.jit(checkify.checkify(reset, errors=checkify.user_checks))
 
-    def with_params(self, **changes: Any) -> "CheckedEnv":
+    def with_params(self, **changes: Any) -> CheckedEnv:
         return CheckedEnv(self._env.with_params(**changes), self._batched)
 
     def reset(self, key, params=None):

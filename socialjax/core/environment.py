@@ -103,7 +103,7 @@ class Environment(Generic[TState, TParams]):
                 self._default_params = _as_jax(params)
         return self._default_params
 
-    def with_params(self, **changes: Any) -> "Environment":
+    def with_params(self, **changes: Any) -> Environment:
         """A copy of this environment whose default params have ``changes`` applied
         (validated). The original is untouched, so functions already jitted on it keep
         their meaning. A nested list or tuple (e.g. a payoff table read from a JSON

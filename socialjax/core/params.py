@@ -39,7 +39,7 @@ def is_concrete(tree: Any) -> bool:
 class EnvParams:
     """Base class of every environment's params. Subclass with ``@struct.dataclass``."""
 
-    def validate(self) -> "EnvParams":
+    def validate(self) -> EnvParams:
         """Raise ``ValueError`` naming the field and value if any concrete field is not
         a finite number (NaN, infinite, a string), is out of its declared range, or is a
         bool field holding anything but a bool, 0 or 1. Traced fields are skipped.

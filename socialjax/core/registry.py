@@ -13,8 +13,9 @@ from __future__ import annotations
 import difflib
 import importlib
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from socialjax.core.environment import Environment
 from socialjax.core.params import parse_bool

@@ -6,7 +6,7 @@ returns carry a leading ``num_agents`` axis on top of ``space.shape``.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp

@@ -28,7 +28,7 @@ from socialjax.core.spaces import Discrete, Space
 class Wrapper:
     """Base class: holds an environment (or another wrapper) and forwards attributes."""
 
-    def __init__(self, env: Environment | "Wrapper"):
+    def __init__(self, env: Environment | Wrapper):
         self._env = env
 
     def __getattr__(self, name: str) -> Any:
@@ -42,7 +42,7 @@ class Wrapper:
         env = self._env
         return env.unwrapped if isinstance(env, Wrapper) else env
 
-    def with_params(self, **changes: Any) -> "Wrapper":
+    def with_params(self, **changes: Any) -> Wrapper:
         """A copy of this wrapper around ``env.with_params(**changes)``; the original is
         untouched."""
         new = copy.copy(self)
@@ -171,7 +171,7 @@ class JaxMARLAdapter(Wrapper):
             agent: self._env.action_space(self.params) for agent in self.agents
         }
 
-    def with_params(self, **changes: Any) -> "JaxMARLAdapter":
+    def with_params(self, **changes: Any) -> JaxMARLAdapter:
         """A copy of this adapter with some params replaced (validated); the original
         is untouched."""
         fields = type(self.params).field_names()

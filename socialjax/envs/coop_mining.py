@@ -160,9 +160,9 @@ class CoopMiningParams(GridParams):
 
     def check(self):
         iron, gold, window = self.iron_regrowth, self.gold_regrowth, self.gold_window
-        if not isinstance(iron, jax.core.Tracer) and not isinstance(gold, jax.core.Tracer):
-            if np.any(np.asarray(iron) + np.asarray(gold) > 1):
-                raise ValueError(f"CoopMiningParams: iron_regrowth + gold_regrowth must be <= 1, got {iron} + {gold}")
+        concrete = not isinstance(iron, jax.core.Tracer) and not isinstance(gold, jax.core.Tracer)
+        if concrete and np.any(np.asarray(iron) + np.asarray(gold) > 1):
+            raise ValueError(f"CoopMiningParams: iron_regrowth + gold_regrowth must be <= 1, got {iron} + {gold}")
         if not isinstance(window, jax.core.Tracer) and np.any(np.asarray(window) % 1 != 0):
             raise ValueError(f"CoopMiningParams.gold_window={window!r} must be a whole number of steps")
 

@@ -12,8 +12,9 @@ import dataclasses
 import json
 import platform
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -108,7 +109,7 @@ class Entry:
     seeds: Mapping[str, int] = dataclasses.field(default_factory=lambda: {"small": 2, "paper": 3})
     notes: str = ""
     analysis: Analysis | None = None
-    plot: Callable[["Reproduction", Path], None] | None = None
+    plot: Callable[[Reproduction, Path], None] | None = None
 
     def conditions_at(self, scale: str) -> tuple[Condition, ...]:
         return tuple(c for c in self.conditions if scale in c.scales)

@@ -20,8 +20,8 @@
 """
 
 from socialjax.train.config import TrainConfig
-from socialjax.train.population import TrainState, make_train
 from socialjax.train.playback import Playback, as_run, play
+from socialjax.train.population import TrainState, make_train
 from socialjax.train.results import LoadedRun, load_run, save_run
 from socialjax.train.run import Interrupted, RunResult, Snapshot, run, run_keys
 

@@ -123,7 +123,7 @@ class TrainConfig:
             object.__setattr__(self, name, parse_bool(name, getattr(self, name)))
 
     # -- derived ------------------------------------------------------------------------
-    def replace(self, **changes: Any) -> "TrainConfig":
+    def replace(self, **changes: Any) -> TrainConfig:
         unknown = sorted(set(changes) - {f.name for f in dataclasses.fields(self)})
         if unknown:
             raise ValueError(f"TrainConfig has no field(s) {unknown}; fields: {field_names()}")

@@ -14,8 +14,9 @@ from __future__ import annotations
 import collections
 import dataclasses
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -55,10 +56,8 @@ def lay_out(num_runs: int, devices: Sequence[jax.Device], chunk: int | None = No
     ``devices`` as hold a real run. Over several hosts every device gets a block (each
     host must hold the same number of blocks to gather)."""
     D = len(devices)
-    if chunk is None:
-        per_device = -(-num_runs // D)
-    else:  # every chunk is the same program, whatever its size; pad to whole chunks
-        per_device = -(-num_runs // (D * chunk)) * chunk
+    # with chunks, every chunk is the same program whatever its size: pad to whole chunks
+    per_device = -(-num_runs // D) if chunk is None else -(-num_runs // (D * chunk)) * chunk
     if multihost(devices):
         used = tuple(sorted(devices, key=lambda d: (d.process_index, d.id)))
     else:

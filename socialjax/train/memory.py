@@ -9,6 +9,7 @@ sizes to reduce, before anything has run (:func:`compile_fitting`).
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 from socialjax.train.devices import Layout, compile_blocks, lay_out
@@ -55,10 +56,8 @@ def device_memory(device) -> int | None:
     TPUs (``memory_stats()["bytes_limit"]``), the machine's physical memory on the CPU,
     ``None`` when the device does not say."""
     stats = None
-    try:
+    with contextlib.suppress(Exception):  # some backends do not implement it
         stats = device.memory_stats()
-    except Exception:  # some backends do not implement it
-        pass
     if stats and stats.get("bytes_limit"):
         return int(stats["bytes_limit"])
     if getattr(device, "platform", None) == "cpu":

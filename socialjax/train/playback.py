@@ -17,8 +17,9 @@ act by sampling their policy (``greedy=False``) or by its most likely action
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from functools import partial
-from typing import Any, Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp

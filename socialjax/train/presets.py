@@ -22,7 +22,8 @@ included); ``cleanup-ippo-paper`` is the published scale and needs an accelerato
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from socialjax.core.registry import make, unknown_name
 from socialjax.train.config import TrainConfig

@@ -15,7 +15,8 @@ import sys
 import threading
 import time
 from collections import defaultdict
-from typing import Callable, TextIO
+from collections.abc import Callable
+from typing import TextIO
 
 import jax
 import numpy as np

@@ -55,9 +55,25 @@ import numpy as np
 from socialjax.train import store
 from socialjax.train.config import TrainConfig
 from socialjax.train.devices import as_key_data
-from socialjax.train.formats import (CHECKPOINT_FILE, CONFIG_FILE, CURVES_FILE, KIND, METRICS_FILE, OUTPUT_FILES,
-                                     RUN_FILE, STATE_FILE, SUMMARY_FILE, config_from_dict, config_to_dict,
-                                     json_default, read_json, read_npz, rebuild, run_meta, saved_env_options)
+from socialjax.train.formats import (
+    CHECKPOINT_FILE,
+    CONFIG_FILE,
+    CURVES_FILE,
+    KIND,
+    METRICS_FILE,
+    OUTPUT_FILES,
+    RUN_FILE,
+    STATE_FILE,
+    SUMMARY_FILE,
+    config_from_dict,
+    config_to_dict,
+    json_default,
+    read_json,
+    read_npz,
+    rebuild,
+    run_meta,
+    saved_env_options,
+)
 from socialjax.train.playback import as_run
 from socialjax.train.population import TrainState, learner_hparams, make_train
 from socialjax.train.reports import format_summary, member_names, plot_curves

@@ -198,7 +198,7 @@ def make_plan(config: TrainConfig, num_seats: int) -> SeatPlan:
             f"must divide evenly among {L} learners (got {slots:g} each)"
         )
     M = int(round(slots))
-    if M * L < total and S == 0:
+    if total > M * L and S == 0:
         raise ValueError("seats are left over for scripted members, but none are given")
     return SeatPlan(E, N, L, S, M, True, None)
 

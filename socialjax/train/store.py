@@ -30,8 +30,8 @@ import shutil
 import socket
 import time
 import uuid
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Callable, Iterable
 
 MANIFEST = "manifest.json"
 RESUME_DIR = "resume"  # an unfinished run's checkpoint, inside its output folder

@@ -18,9 +18,10 @@ GIFs need only Pillow (which matplotlib already requires); MP4 needs
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import jax
 import numpy as np

@@ -10,13 +10,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from support import OFF_CPU_ATOL, OFF_CPU_RTOL, tol
 
 from socialjax.agents.dqn import DEFAULT_HPARAMS, HPARAMS, DQNLearner, epsilon, n_step_targets
 from socialjax.agents.learner import Rollout, as_hparams
 from socialjax.agents.networks import encoder_spec
 from socialjax.core.spaces import Box
-
-from support import OFF_CPU_ATOL, OFF_CPU_RTOL, tol
 
 # the values these tests were written with (a DQN-typical step size and gradient clip)
 DQN_HPARAMS = {**DEFAULT_HPARAMS, "lr": 5e-4, "max_grad_norm": 10.0}

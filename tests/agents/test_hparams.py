@@ -23,7 +23,7 @@ def test_every_sweepable_hyperparameter_is_declared_with_the_config_default():
     assert set(SWEEPABLE) == set(hparams.HPARAMS)
     for name, hp in hparams.HPARAMS.items():
         assert fields[name] == hp.default, name
-    assert DEFAULT_HPARAMS == {k: hparams.HPARAMS[k].default for k in hparams.DQN}
+    assert {k: hparams.HPARAMS[k].default for k in hparams.DQN} == DEFAULT_HPARAMS
 
 
 def test_probabilities_are_the_declared_unit_interval_ones():

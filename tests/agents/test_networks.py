@@ -17,8 +17,8 @@ import socialjax as sj
 from socialjax.agents import networks
 from socialjax.agents.networks import (
     ActorCritic,
-    QNetwork,
     PatchConv,
+    QNetwork,
     encoder_spec,
     init_hidden,
     orthogonal,
@@ -26,7 +26,8 @@ from socialjax.agents.networks import (
     sample_obs,
 )
 from socialjax.core.spaces import Box, Dict
-from socialjax.train import TrainConfig, config as config_module
+from socialjax.train import TrainConfig
+from socialjax.train import config as config_module
 from socialjax.train.learners import make_learner
 
 KEY = jax.random.key(0)
@@ -287,6 +288,6 @@ def test_conv_and_precision_settings_are_checked_and_resolved():
     # the config's copies of the option lists (it does not import JAX) agree
     assert config_module.NETWORKS == networks.ENCODERS
     assert config_module.CONVS == networks.CONVS
-    assert config_module.PRECISIONS == tuple(networks.PRECISIONS)
+    assert tuple(networks.PRECISIONS) == config_module.PRECISIONS
     overrides = config_overrides([key_value("conv=xla"), key_value("precision=bfloat16"), key_value("network=cnn_sj")])
     assert TrainConfig().replace(**overrides) == TrainConfig(conv="xla", precision="bfloat16", network="cnn_sj")

@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from support import play
 
 import socialjax as sj
 from socialjax.agents.scripted import make_scripted, scripted_names
@@ -22,8 +23,6 @@ from socialjax.envs.coop_mining import (
     regrow_ore,
 )
 from socialjax.envs.grid import constants as C
-
-from support import play
 
 N, E_, S, W = C.NORTH, C.EAST, C.SOUTH, C.WEST
 NOOP, FORWARD, MINE = 0, 1, 7

@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from support import play
 
 import socialjax as sj
 from socialjax.agents.bots import make_bot
@@ -28,8 +29,6 @@ from socialjax.envs.gift_refinements import (
     regrow_tokens,
 )
 from socialjax.envs.grid import constants as C
-
-from support import play
 
 N, E_, S, W = C.NORTH, C.EAST, C.SOUTH, C.WEST
 NOOP, FORWARD = 0, 1
@@ -53,7 +52,7 @@ def still(env):
     return env.default_params.replace(regrow_rate=0.0)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _reset(env):
     return jax.jit(env.reset)(KEY)
 
@@ -280,7 +279,7 @@ def rollout(env6):
             eligible = (tokens & (after == EMPTY_TOKEN_CELL) & ~occupied).sum() + grown
             pos = new.pos
             distinct = jnp.all(jnp.sum(jnp.all(pos[:, None] == pos[None, :], -1), 1) == 1)
-            cells_ok = jnp.all((after != TOKEN) | tokens) & jnp.all((after[pos[:, 0], pos[:, 1]] != TOKEN))
+            cells_ok = jnp.all((after != TOKEN) | tokens) & jnp.all(after[pos[:, 0], pos[:, 1]] != TOKEN)
             # tokens are conserved: the inventories change by what was collected and received,
             # less what was lost, given and consumed
             change = new.inventory.sum(1) - state.inventory.sum(1)

@@ -226,10 +226,7 @@ def fixed_point(norm: str, strategy: int, e: float, mu: float) -> float:
     table = NORMS[norm]
     flip = lambda p: p * (1 - mu) + (1 - p) * mu  # noqa: E731
     p_good = flip(1 - e)
-    if strategy == DISC:
-        p_bad = flip(float(table[D, BAD]))
-    else:
-        p_bad = flip((1 - e) * table[C, BAD] + e * table[D, BAD])
+    p_bad = flip(float(table[D, BAD])) if strategy == DISC else flip((1 - e) * table[C, BAD] + e * table[D, BAD])
     assert abs(closed - p_bad / (1 - p_good + p_bad)) < 1e-12
     return closed
 

@@ -44,14 +44,14 @@ def row_payoff(g, own, other):
     return {(C, C): g["R"], (C, D): g["S"], (D, C): g["T"], (D, D): g["P"]}[(own, other)]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def compiled(name, **static):
     """``(env, reset, step)`` with jitted reset and step, built once per configuration."""
     env = sj.make(name, **static)
     return env, jax.jit(env.reset), jax.jit(env.step)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def one_step_batch(name, **static):
     """Jitted: from a fresh reset, step every row of a ``(B, N)`` action batch once."""
     env = sj.make(name, **static)
@@ -287,7 +287,7 @@ PAIRS = {
 SWAP = np.array([0, 1, 3, 2, 4])  # exchange the CD and DC entries of a strategy
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def memory_one_play(num_rounds, memory, observe_round):
     """Jitted ``(keys, strategies (2, 5), noise) -> (reward, executed)`` over a batch of
     ipd games in which both players act on their own observations."""

@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from support import play
 
 import socialjax as sj
 from socialjax.agents.bots import make_bot
@@ -29,8 +30,6 @@ from socialjax.envs.mushrooms import (
     kind_index,
     release_spores,
 )
-
-from support import play
 
 N_, E_, S_, W_ = C.NORTH, C.EAST, C.SOUTH, C.WEST
 NOOP, FORWARD, TURN_LEFT, ZAP = 0, 1, 5, 7

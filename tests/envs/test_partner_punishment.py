@@ -37,7 +37,7 @@ REP_PLAY = {C: 1.0, D: -1.0}
 REP_JUST, REP_UNJUST = 2.0, -3.0
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def env_and_round(**options):
     """``(env, run)``: ``run(key, acts (B, 2), decisions (B, 4))`` plays one round of
     the game 0 (agent 0) vs 1 from a hand-made state and then its punish step, vmapped

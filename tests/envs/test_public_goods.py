@@ -9,10 +9,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from support import assert_same
 
 from socialjax.envs.institutions.public_goods import OBS_PERIOD, OBS_POSITION, OBS_STAGE, PublicGoods, obs_slices
-
-from support import assert_same
 
 KEY = jax.random.key(0)
 SL = obs_slices(4)

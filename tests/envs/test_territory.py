@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from support import play
 
 import socialjax as sj
 from socialjax.agents.scripted import make_scripted, scripted_names
@@ -25,8 +26,6 @@ from socialjax.envs.territory import (
     repair_walls,
     wall_codes,
 )
-
-from support import play
 
 N, E_, S, W = C.NORTH, C.EAST, C.SOUTH, C.WEST
 NOOP, FORWARD, ZAP, CLAIM = 0, 1, 7, 8

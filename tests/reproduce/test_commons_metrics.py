@@ -4,7 +4,6 @@ within their ranges, and a verdict read from each run's change."""
 import numpy as np
 from small_runs import check_verdict, reproduction_fixture
 
-
 commons = reproduction_fixture("commons-metrics")
 
 

@@ -3,7 +3,6 @@ verdict that follows from them."""
 
 from small_runs import check_verdict, quoted, reproduction_fixture
 
-
 gathering = reproduction_fixture("gathering-scarcity", optimise=False)  # compilation dominates
 
 

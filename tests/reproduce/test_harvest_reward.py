@@ -4,7 +4,6 @@ Commons Harvest, and a verdict that follows from them."""
 import numpy as np
 from small_runs import check_verdict, quoted, reproduction_fixture
 
-
 harvest = reproduction_fixture("harvest-reward", optimise=False)  # compilation dominates
 
 

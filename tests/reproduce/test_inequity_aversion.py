@@ -6,7 +6,6 @@ import json
 import numpy as np
 from small_runs import check_verdict, quoted, reproduction_fixture
 
-
 inequity = reproduction_fixture("inequity-aversion")
 
 

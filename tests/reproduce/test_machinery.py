@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 import socialjax as sj
-
 from socialjax import cli
 from socialjax.reproduce import ENTRIES, get_entry
 from socialjax.reproduce.core import (

@@ -7,7 +7,6 @@ from small_runs import check_verdict, reproduction_fixture
 
 from socialjax.reproduce.norms import IMAGE_ERRORS, NORM_NAMES, STRATEGIES
 
-
 norms = reproduction_fixture("norms")
 
 

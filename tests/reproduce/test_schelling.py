@@ -4,7 +4,6 @@ populations, consistent with their own summary rows, and a verdict read from the
 import numpy as np
 from small_runs import check_verdict, reproduction_fixture
 
-
 schelling = reproduction_fixture("schelling", optimise=False)  # compilation dominates
 
 

@@ -15,12 +15,12 @@ session and read by several test files:
 
 import jax
 import pytest
+from train_configs import GRU_TFT, IPD_TFT, IPD_TFT_SEEDS, ONESHOT, ipd_env
 
 import socialjax as sj
 from socialjax.train import make_train
 from socialjax.train.run import run_keys
 
-from train_configs import GRU_TFT, IPD_TFT, IPD_TFT_SEEDS, ONESHOT, ipd_env
 
 @pytest.fixture(scope="session")
 def ipd_tft():

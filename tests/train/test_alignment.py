@@ -7,8 +7,8 @@ import jax.numpy as jnp
 import numpy as np
 
 import socialjax as sj
-from socialjax.agents.ppo import advantage_alignment
 from socialjax.agents.learner import Rollout
+from socialjax.agents.ppo import advantage_alignment
 from socialjax.train import TrainConfig, make_train, rollout
 from socialjax.train.seated import Seating, Table
 from socialjax.train.seating import make_plan

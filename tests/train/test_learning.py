@@ -14,11 +14,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from train_configs import IPD_TFT, ipd_env
 
 import socialjax as sj
 from socialjax.train.run import run_keys
-
-from train_configs import IPD_TFT, ipd_env
 
 COOPERATE_WITH_TFT = 2.85  # per step, mean of the last 5 updates
 

@@ -9,6 +9,7 @@ program on every device. The CLI pair checks that process 0 alone writes the res
 Every process is a subprocess with a deadline; all are killed if one hangs.
 """
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -19,13 +20,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from train_configs import IPD_ROUNDS, IPD_TFT, IPD_TFT_SEEDS
 
 import socialjax as sj
 from socialjax import cli
-from socialjax.train.results import OUTPUT_FILES, load_run
 from socialjax.train.devices import lay_out
-
-from train_configs import IPD_ROUNDS, IPD_TFT, IPD_TFT_SEEDS
+from socialjax.train.results import OUTPUT_FILES, load_run
 
 DEADLINE = 300  # seconds for a group of processes; compiling takes ~10 s each on an idle core
 LOG_EVERY = 25  # IPD_TFT has 50 updates: progress lines at updates 25 and 50
@@ -79,27 +79,28 @@ def launch(jobs: list[dict], tmp: Path) -> list[tuple[str, str]]:
     """Start every job (``argv``, ``env``, ``cwd``) at once and wait for all; on the
     deadline or a failure kill them all. Returns ``(stdout, stderr)`` per job."""
     procs, logs = [], []
-    for i, job in enumerate(jobs):
-        out, err = open(tmp / f"job{i}.out", "w+"), open(tmp / f"job{i}.err", "w+")
-        logs.append((out, err))
-        procs.append(subprocess.Popen(job["argv"], env=job["env"], cwd=job.get("cwd"), stdout=out, stderr=err,
-                                      text=True))
-    deadline = time.monotonic() + DEADLINE
-    try:
-        while any(p.poll() is None for p in procs):
-            if time.monotonic() > deadline or any(p.returncode not in (None, 0) for p in procs):
-                break
-            time.sleep(0.2)
-    finally:
-        for p in procs:  # only ours, by handle
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-    texts = []
-    for out, err in logs:
-        out.seek(0), err.seek(0)
-        texts.append((out.read(), err.read()))
-        out.close(), err.close()
+    with contextlib.ExitStack() as files:
+        for i, job in enumerate(jobs):
+            out = files.enter_context(open(tmp / f"job{i}.out", "w+"))
+            err = files.enter_context(open(tmp / f"job{i}.err", "w+"))
+            logs.append((out, err))
+            procs.append(subprocess.Popen(job["argv"], env=job["env"], cwd=job.get("cwd"), stdout=out, stderr=err,
+                                          text=True))
+        deadline = time.monotonic() + DEADLINE
+        try:
+            while any(p.poll() is None for p in procs):
+                if time.monotonic() > deadline or any(p.returncode not in (None, 0) for p in procs):
+                    break
+                time.sleep(0.2)
+        finally:
+            for p in procs:  # only ours, by handle
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+        texts = []
+        for out, err in logs:
+            out.seek(0), err.seek(0)
+            texts.append((out.read(), err.read()))
     for i, (p, (_, err)) in enumerate(zip(procs, texts)):
         assert p.returncode == 0, f"job {i} exited with {p.returncode}:\n{err[-3000:]}"
     return texts

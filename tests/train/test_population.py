@@ -10,15 +10,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from support import cpu_only
+from train_configs import IPD_ROUNDS, IPD_TFT, IPD_TFT_SEEDS, ONESHOT, ipd_env
 
 import socialjax as sj
 from socialjax.agents.learner import LearnerState
 from socialjax.train import TrainConfig, make_train
 from socialjax.train.seating import make_plan
 from socialjax.train.selection import select
-
-from support import cpu_only
-from train_configs import IPD_ROUNDS, IPD_TFT, IPD_TFT_SEEDS, ONESHOT, ipd_env
 
 
 def tree_leaves(tree):
@@ -49,7 +48,7 @@ def test_fixed_seatings_seat_each_member_as_intended(options, seats, counts):
     assert (assign == assign[0]).all()
     np.testing.assert_array_equal(seat_counts(assign, plan.num_members), counts)
     L, M = plan.num_learners, plan.seats_per_learner
-    assert M == counts[0]
+    assert counts[0] == M
     np.testing.assert_array_equal(assign.ravel()[order[: L * M]], np.repeat(np.arange(L), M))
     assert sorted(order.tolist()) == list(range(4 * seats))  # a permutation of the seats
 

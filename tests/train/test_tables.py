@@ -16,13 +16,12 @@ import sys
 
 import numpy as np
 import pytest
+from support import reseal
 
 import socialjax as sj
 from socialjax import cli
 from socialjax.train import TrainConfig, results, tables
 from socialjax.train.cultural_evolution import run_experiment
-
-from support import reseal
 
 CONFIG = TrainConfig(seating="random", num_learners=2, scripted=("tft",), learner_fraction=0.5, num_envs=4,
                      rollout_len=8, num_updates=2, hidden=8, update_epochs=1, num_minibatches=1, lr=[1e-3, 3e-3],

@@ -20,7 +20,7 @@ the games' constants (never the other way round):
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from socialjax.agents.bots import coins, coop_mining, gift_refinements, in_the_matrix, mushrooms, territory
 from socialjax.agents.bots.grid import GRID_BOTS, grid_bot

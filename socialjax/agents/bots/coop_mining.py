@@ -6,7 +6,7 @@ mines only iron, ``gold_miner`` only gold (raw or partly mined), each a
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from socialjax.agents.bots.grid import beam_bot
 from socialjax.envs.coop_mining import CoopMining

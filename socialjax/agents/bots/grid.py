@@ -14,7 +14,7 @@ forward or turn at random. Each builder returns ``act(key, slot, obs) -> (B,) in
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp

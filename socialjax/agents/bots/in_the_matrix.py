@@ -8,7 +8,7 @@ player in view and interact (:func:`matrix_bot`).
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp

@@ -241,10 +241,7 @@ class Commons(Environment):
     def split_actions(self, actions: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
         """``(N,)`` or ``(N, K)`` actions -> levels ``(N,)``, monitor flags ``(N,) bool``,
         votes ``(N,) int32`` (abstain when there is no vote head)."""
-        if self.num_heads == 1:
-            levels = actions
-        else:
-            levels = actions[:, 0]
+        levels = actions if self.num_heads == 1 else actions[:, 0]
         monitor = actions[:, self.head_monitor] == 1 if self.monitoring else jnp.zeros(self.num_agents, bool)
         votes = actions[:, self.head_vote] if self.quota_vote else jnp.full(self.num_agents, self.abstain, jnp.int32)
         return levels, monitor, votes

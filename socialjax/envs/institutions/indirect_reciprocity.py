@@ -61,7 +61,6 @@ Scripted strategies and their evolution are in
 
 from __future__ import annotations
 
-
 import jax
 import jax.numpy as jnp
 import numpy as np

@@ -10,7 +10,7 @@ them. :func:`evolve_strategies` runs payoff-proportional reproduction (:func:`re
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
@@ -160,7 +160,7 @@ def evolve_strategies(
     for name, value in (("mutation_rate", mutation_rate), ("baseline", baseline)):
         if is_concrete(value):
             v = float(value)
-            if not (np.isfinite(v) and 0.0 <= v and (name == "baseline" or v <= 1.0)):
+            if not (np.isfinite(v) and v >= 0.0 and (name == "baseline" or v <= 1.0)):
                 raise ValueError(f"{name} must be in {'[0, 1]' if name == 'mutation_rate' else '[0, inf)'}, got {v}")
     pool = tuple(int(s) for s in pool)
     if not pool or any(not 0 <= s < NUM_STRATEGIES for s in pool):
