@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 
 from socialjax.cli.common import (check_out_dir, claimed, config_overrides, floats, key_value, positive_float,
                                   positive_int, use_compile_cache, add_cache_flag)
@@ -18,8 +19,7 @@ from socialjax.train.presets import DONOR_EVOLUTION, PRESETS, get_preset
 
 DONOR_DEFAULTS = dict(generations=10, multipliers=(1.5, 2.0, 3.0), schedule="released")
 DONOR_FLAGS = ("generations", "multipliers", "schedule", "punishment")
-POPULATION_FLAGS = (("overrides", "--set"), ("env_options", "--env-option"), ("updates", "--updates"),
-                    ("chunk", "--chunk"), ("memory", "--memory"))
+DONOR_REFUSED = (("updates", "--updates"), ("chunk", "--chunk"), ("memory", "--memory"))  # population only
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -37,7 +37,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                        help="base random seed: run i uses fold_in(key(SEED), i) (default 0)")
     train.add_argument("--set", dest="overrides", type=key_value, action="append", default=[], metavar="KEY=VALUE",
                        help="override a TrainConfig field, repeatable (a Python literal: --set lr=1e-3; "
-                            "a list sweeps: --set lr=[1e-3,3e-3])")
+                            "a list sweeps: --set lr=[1e-3,3e-3]); for donor-evolution a DonorEvolutionConfig "
+                            "field (--set mutation_std=0.2: num_generations, survival_fraction, mutation_std, "
+                            "init_weight_scale)")
     train.add_argument("--env-option", dest="env_options", type=key_value, action="append", default=[],
                        metavar="KEY=VALUE",
                        help="environment option for sj.make, repeatable (--env-option num_agents=2)")
@@ -111,38 +113,83 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _train_donor(parser, args, preset) -> int:
-    given = [flag for dest, flag in POPULATION_FLAGS if getattr(args, dest)]
+    given = [flag for dest, flag in DONOR_REFUSED if getattr(args, dest)]
     if given:
-        parser.error(f"not for donor-evolution: {', '.join(given)}; its flags are "
-                     "--seeds --generations --multipliers --schedule --punishment")
+        parser.error(f"not for donor-evolution: {', '.join(given)}; its flags are --seeds --generations "
+                     "--multipliers --schedule --punishment, --set KEY=VALUE and --env-option KEY=VALUE")
     seeds = preset.seeds if args.seeds is None else args.seeds
     multipliers = DONOR_DEFAULTS["multipliers"] if args.multipliers is None else args.multipliers
     if seeds < 2:
         parser.error("--seeds must be at least 2 to report an interval across seeds")
     if not multipliers or any(g < 0 for g in multipliers):
         parser.error(f"--multipliers must be non-negative numbers, got {multipliers}")
+    evolution = donor_overrides(parser, args)
+    env_options = donor_env_options(parser, args)
     out_dir = args.out or f"results/{preset.name}"
     check_out_dir(parser, out_dir, args.overwrite)
     settings = dict(
         num_seeds=seeds,
-        num_generations=DONOR_DEFAULTS["generations"] if args.generations is None else args.generations,
+        num_generations=evolution.pop("num_generations", DONOR_DEFAULTS["generations"]),
         multipliers=multipliers,
         seed=args.seed,
-        env_options={"schedule": args.schedule or DONOR_DEFAULTS["schedule"], "punishment": bool(args.punishment)},
+        env_options=env_options,
+        **evolution,
     )
     return _run_donor(parser, args, settings, out_dir)
 
 
+def donor_overrides(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict:
+    """``--set KEY=VALUE`` of donor-evolution (and ``--generations``) as
+    :class:`~socialjax.train.cultural_evolution.DonorEvolutionConfig` fields, checked."""
+    from socialjax.train.cultural_evolution import DonorEvolutionConfig
+
+    fields = [f.name for f in dataclasses.fields(DonorEvolutionConfig)]
+    overrides = dict(args.overrides)
+    for key in overrides:
+        if key not in fields:
+            parser.error(f"--set {key}: not for donor-evolution: --set takes the evolution's settings "
+                         f"({', '.join(fields)})")
+    if args.generations is not None:
+        if "num_generations" in overrides:
+            parser.error("give the number of generations once: --generations or --set num_generations=..., not both")
+        overrides["num_generations"] = args.generations
+    try:
+        DonorEvolutionConfig(**overrides)
+    except (ValueError, TypeError) as err:
+        parser.error(f"donor-evolution: --set: {err}")
+    return overrides
+
+
+def donor_env_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict:
+    """The donor game's options: ``--schedule``, ``--punishment`` and ``--env-option``,
+    checked by making the environment (before anything is compiled)."""
+    from socialjax.core.registry import make
+
+    options = {"schedule": args.schedule or DONOR_DEFAULTS["schedule"], "punishment": bool(args.punishment)}
+    extra = dict(args.env_options)
+    both = [f"--{k}" for k in ("schedule", "punishment") if k in extra and getattr(args, k) is not None]
+    if both:
+        parser.error(f"give {', '.join(both)} once: as the flag or as --env-option, not both")
+    options.update(extra)
+    try:
+        make("donor_game", **options)
+    except (ValueError, TypeError) as err:
+        parser.error(f"donor-evolution: --env-option: {err}")
+    return options
+
+
 def _run_donor(parser, args, settings: dict, out_dir: str, resume: bool = False) -> int:
-    from socialjax.train.cultural_evolution import Interrupted, run_experiment
+    from socialjax.train.cultural_evolution import run_experiment
+    from socialjax.train.engine import Interrupted
 
     with claimed(parser, out_dir):
         try:
             run_experiment(**settings, out_dir=out_dir, verbose=not args.quiet, overwrite=args.overwrite,
                            checkpoint_every=args.checkpoint_every, resume=resume)
         except Interrupted as stop:
-            if stop.saved:
-                parser.exit(130, f"\nstopped after generation {stop.done} of {stop.total}: the state is saved in "
+            done, total = stop.snapshot.updates_done, settings["num_generations"]
+            if args.checkpoint_every:
+                parser.exit(130, f"\nstopped after generation {done} of {total}: the state is saved in "
                                  f"{out_dir}/resume; continue with: socialjax train --resume {out_dir}\n")
             parser.exit(130, "\nstopped; nothing was saved (--checkpoint-every K saves the state)\n")
         except KeyboardInterrupt:
@@ -227,6 +274,7 @@ def _resume(parser: argparse.ArgumentParser, args: argparse.Namespace):
                 parser.error("donor-evolution runs in one process: drop --coordinator, --num-processes, --process-id")
             settings = {k: checkpoint.meta[k] for k in ("num_seeds", "num_generations", "multipliers", "seed",
                                                          "env_options")}
+            settings.update(checkpoint.meta.get("evolution", {}))
             return _run_donor(parser, args, settings, args.resume, resume=True)
         snapshot = results.restore_snapshot(checkpoint, population.make_train(checkpoint.env, checkpoint.config))
     except (store.ResultError, store.OutputError, KeyError) as err:
