@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import math
 import os
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -57,8 +58,10 @@ class DonorEvolutionConfig:
             raise ValueError(f"num_generations must be an int >= 1, got {self.num_generations!r}")
         if not 0.0 < self.survival_fraction <= 1.0:
             raise ValueError(f"survival_fraction must be in (0, 1], got {self.survival_fraction!r}")
-        if self.mutation_std < 0 or self.init_weight_scale < 0:
-            raise ValueError("mutation_std and init_weight_scale must be >= 0")
+        for name in ("mutation_std", "init_weight_scale"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
 
     def replace(self, **changes) -> "DonorEvolutionConfig":
         return dataclasses.replace(self, **changes)
