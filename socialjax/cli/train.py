@@ -2,9 +2,8 @@
 --resume DIR``: every check of the arguments, the presets and the output folder runs
 before anything is compiled.
 
-Modules of :mod:`socialjax.train` other than the presets are imported where they are
-used: ``--coordinator`` must call ``jax.distributed.initialize`` before JAX's backend
-starts.
+Importing :mod:`socialjax.train` computes nothing, so JAX's backend has not started when
+``--coordinator`` calls ``jax.distributed.initialize``.
 """
 
 from __future__ import annotations
@@ -12,10 +11,23 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import importlib
+from pathlib import Path
+
+import jax
+import numpy as np
 
 from socialjax.cli.common import (check_out_dir, claimed, config_overrides, floats, key_value, positive_float,
                                   positive_int, use_compile_cache, add_cache_flag)
+from socialjax.core.registry import make
+from socialjax.train import cultural_evolution, population, results, store
+from socialjax.train.cultural_evolution import DonorEvolutionConfig
+from socialjax.train.engine import Interrupted
 from socialjax.train.presets import DONOR_EVOLUTION, PRESETS, get_preset
+from socialjax.train.rewards import make_shaping
+from socialjax.train.seating import make_plan
+
+run_module = importlib.import_module("socialjax.train.run")  # the module: the package's `run` is the function
 
 DONOR_DEFAULTS = dict(generations=10, multipliers=(1.5, 2.0, 3.0), schedule="released")
 DONOR_FLAGS = ("generations", "multipliers", "schedule", "punishment")
@@ -141,8 +153,6 @@ def _train_donor(parser, args, preset) -> int:
 def donor_overrides(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict:
     """``--set KEY=VALUE`` of donor-evolution (and ``--generations``) as
     :class:`~socialjax.train.cultural_evolution.DonorEvolutionConfig` fields, checked."""
-    from socialjax.train.cultural_evolution import DonorEvolutionConfig
-
     fields = [f.name for f in dataclasses.fields(DonorEvolutionConfig)]
     overrides = dict(args.overrides)
     for key in overrides:
@@ -163,8 +173,6 @@ def donor_overrides(parser: argparse.ArgumentParser, args: argparse.Namespace) -
 def donor_env_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict:
     """The donor game's options: ``--schedule``, ``--punishment`` and ``--env-option``,
     checked by making the environment (before anything is compiled)."""
-    from socialjax.core.registry import make
-
     options = {"schedule": args.schedule or DONOR_DEFAULTS["schedule"], "punishment": bool(args.punishment)}
     extra = dict(args.env_options)
     both = [f"--{k}" for k in ("schedule", "punishment") if k in extra and getattr(args, k) is not None]
@@ -179,13 +187,11 @@ def donor_env_options(parser: argparse.ArgumentParser, args: argparse.Namespace)
 
 
 def _run_donor(parser, args, settings: dict, out_dir: str, resume: bool = False) -> int:
-    from socialjax.train.cultural_evolution import run_experiment
-    from socialjax.train.engine import Interrupted
-
     with claimed(parser, out_dir):
         try:
-            run_experiment(**settings, out_dir=out_dir, verbose=not args.quiet, overwrite=args.overwrite,
-                           checkpoint_every=args.checkpoint_every, resume=resume)
+            cultural_evolution.run_experiment(**settings, out_dir=out_dir, verbose=not args.quiet,
+                                              overwrite=args.overwrite, checkpoint_every=args.checkpoint_every,
+                                              resume=resume)
         except Interrupted as stop:
             done, total = stop.snapshot.updates_done, settings["num_generations"]
             if args.checkpoint_every:
@@ -215,8 +221,6 @@ def join_processes(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
         parser.error(f"--coordinator: expected HOST:PORT, got {args.coordinator!r}")
     if not 0 <= args.process_id < args.num_processes:
         parser.error(f"--process-id must be in 0..{args.num_processes - 1}, got {args.process_id}")
-    import jax
-
     jax.distributed.initialize(coordinator_address=args.coordinator, num_processes=args.num_processes,
                                process_id=args.process_id)
 
@@ -237,9 +241,6 @@ def train_preset(parser: argparse.ArgumentParser, args: argparse.Namespace, pres
         env = preset.make_env(**dict(args.env_options))
     except (ValueError, TypeError) as err:
         parser.error(f"{preset.name}: {err}")
-    from socialjax.train.rewards import make_shaping
-    from socialjax.train.seating import make_plan
-
     try:  # the population against the seats, without building the loop (run() builds it once)
         plan = make_plan(config, env.num_agents)
         make_shaping(config, plan.num_learners, plan.num_members, env.num_agents)
@@ -262,10 +263,6 @@ def _resume(parser: argparse.ArgumentParser, args: argparse.Namespace):
     if fixed:
         parser.error(f"--resume continues the saved run with its own settings: drop {', '.join(fixed)}")
     join_processes(parser, args)
-    from pathlib import Path
-
-    from socialjax.train import population, results, store
-
     try:
         checkpoint = results.load_checkpoint(args.resume)
         store.check_writable(Path(args.resume))
@@ -293,12 +290,6 @@ def run_job(parser, args, job: dict, out_dir: str, *, chunk=None, memory=None, r
     """Run a population job (fresh or resumed) and save it: the output folder checked
     and locked first, checkpoints every ``--checkpoint-every`` updates, Ctrl-C handled.
     Returns the ``RunResult``."""
-    import jax
-    import numpy as np
-
-    from socialjax.train import results
-    from socialjax.train.run import Interrupted, run
-
     lead = jax.process_index() == 0  # under jax.distributed, process 0 alone prints and writes
     if lead and resume is None:
         check_out_dir(parser, out_dir, args.overwrite)
@@ -327,7 +318,7 @@ def run_job(parser, args, job: dict, out_dir: str, *, chunk=None, memory=None, r
                   f"{f'; a checkpoint every {every} updates in {out_dir}/resume' if every else ''}; compiling...",
                   flush=True)
         try:
-            result = run(job["env"], config, seeds=np.asarray(job["seeds"]), base_seed=job["base_seed"],
+            result = run_module.run(job["env"], config, seeds=np.asarray(job["seeds"]), base_seed=job["base_seed"],
                          progress=not args.quiet, label=name, chunk=chunk, memory=memory_bytes, segment=every,
                          on_segment=checkpoint if every else None, resume=resume)
         except (ValueError, TypeError) as err:  # the population against the seats, the batch sizes: before compiling
