@@ -154,6 +154,43 @@ def test_donor_evolution_keeps_its_flags(monkeypatch, capsys):
     assert "not for donor-evolution: --set" in cli_error(["train", "donor-evolution", "--set", "lr=1"], capsys)
 
 
+def test_donor_evolution_set_reaches_the_evolution(monkeypatch, capsys):
+    """``--set`` takes the evolution's settings (DonorEvolutionConfig fields) and
+    ``--env-option`` the donor game's; a key that is neither is refused before compiling."""
+    import socialjax.train.cultural_evolution as ce
+
+    seen = {}
+    monkeypatch.setattr(ce, "run_experiment", lambda **kwargs: seen.update(kwargs))
+    assert cli.main(["train", "donor-evolution", "--set", "mutation_std=0.2", "--set", "num_generations=4",
+                     "--env-option", "num_agents=4", "--out", "somewhere", "--quiet"]) == 0
+    assert seen["mutation_std"] == 0.2 and seen["num_generations"] == 4
+    assert seen["env_options"] == {"schedule": "released", "punishment": False, "num_agents": 4}
+    err = cli_error(["train", "donor-evolution", "--set", "lr=1"], capsys)
+    assert "--set lr: not for donor-evolution" in err and "survival_fraction" in err
+    assert "survival_fraction must be in (0, 1]" in cli_error(
+        ["train", "donor-evolution", "--set", "survival_fraction=2"], capsys)
+    assert "mutation_std must be a finite number >= 0" in cli_error(
+        ["train", "donor-evolution", "--set", "mutation_std=1e999"], capsys)
+    assert "give the number of generations once" in cli_error(
+        ["train", "donor-evolution", "--generations", "3", "--set", "num_generations=3"], capsys)
+    assert "--env-option" in cli_error(["train", "donor-evolution", "--env-option", "num_agents=0"], capsys)
+
+
+def test_donor_evolution_set_takes_effect(tmp_path):
+    """With every agent surviving and no mutation (``--set survival_fraction=1.0 --set
+    mutation_std=0``), the population never changes: its mean bias is the same in every
+    generation, and the settings are saved with the result."""
+    assert cli.main(["train", "donor-evolution", "--seeds", "2", "--generations", "3", "--multipliers", "2",
+                     "--set", "survival_fraction=1.0", "--set", "mutation_std=0.0", "--env-option", "num_agents=4",
+                     "--out", str(tmp_path), "--quiet"]) == 0
+    with np.load(tmp_path / "metrics.npz") as data:
+        bias = data["mean_bias"]
+    assert bias.shape == (1, 2, 3) and np.all(bias == bias[..., :1]) and bias[0, 0, 0] != bias[0, 1, 0]
+    meta = json.loads((tmp_path / "config.json").read_text())
+    assert meta["evolution"] == {"survival_fraction": 1.0, "mutation_std": 0.0}
+    assert meta["env_options"]["num_agents"] == 4
+
+
 def test_presets_build_and_validate():
     for name, preset in presets.PRESETS.items():
         if preset.kind != presets.POPULATION:

@@ -2,24 +2,36 @@
 --resume DIR``: every check of the arguments, the presets and the output folder runs
 before anything is compiled.
 
-Modules of :mod:`socialjax.train` other than the presets are imported where they are
-used: ``--coordinator`` must call ``jax.distributed.initialize`` before JAX's backend
-starts.
+Importing :mod:`socialjax.train` computes nothing, so JAX's backend has not started when
+``--coordinator`` calls ``jax.distributed.initialize``.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
+import importlib
+from pathlib import Path
+
+import jax
+import numpy as np
 
 from socialjax.cli.common import (check_out_dir, claimed, config_overrides, floats, key_value, positive_float,
                                   positive_int, use_compile_cache, add_cache_flag)
+from socialjax.core.registry import make
+from socialjax.train import cultural_evolution, population, results, store
+from socialjax.train.cultural_evolution import DonorEvolutionConfig
+from socialjax.train.engine import Interrupted
 from socialjax.train.presets import DONOR_EVOLUTION, PRESETS, get_preset
+from socialjax.train.rewards import make_shaping
+from socialjax.train.seating import make_plan
+
+run_module = importlib.import_module("socialjax.train.run")  # the module: the package's `run` is the function
 
 DONOR_DEFAULTS = dict(generations=10, multipliers=(1.5, 2.0, 3.0), schedule="released")
 DONOR_FLAGS = ("generations", "multipliers", "schedule", "punishment")
-POPULATION_FLAGS = (("overrides", "--set"), ("env_options", "--env-option"), ("updates", "--updates"),
-                    ("chunk", "--chunk"), ("memory", "--memory"))
+DONOR_REFUSED = (("updates", "--updates"), ("chunk", "--chunk"), ("memory", "--memory"))  # population only
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -37,7 +49,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                        help="base random seed: run i uses fold_in(key(SEED), i) (default 0)")
     train.add_argument("--set", dest="overrides", type=key_value, action="append", default=[], metavar="KEY=VALUE",
                        help="override a TrainConfig field, repeatable (a Python literal: --set lr=1e-3; "
-                            "a list sweeps: --set lr=[1e-3,3e-3])")
+                            "a list sweeps: --set lr=[1e-3,3e-3]); for donor-evolution a DonorEvolutionConfig "
+                            "field (--set mutation_std=0.2: num_generations, survival_fraction, mutation_std, "
+                            "init_weight_scale)")
     train.add_argument("--env-option", dest="env_options", type=key_value, action="append", default=[],
                        metavar="KEY=VALUE",
                        help="environment option for sj.make, repeatable (--env-option num_agents=2)")
@@ -111,38 +125,77 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _train_donor(parser, args, preset) -> int:
-    given = [flag for dest, flag in POPULATION_FLAGS if getattr(args, dest)]
+    given = [flag for dest, flag in DONOR_REFUSED if getattr(args, dest)]
     if given:
-        parser.error(f"not for donor-evolution: {', '.join(given)}; its flags are "
-                     "--seeds --generations --multipliers --schedule --punishment")
+        parser.error(f"not for donor-evolution: {', '.join(given)}; its flags are --seeds --generations "
+                     "--multipliers --schedule --punishment, --set KEY=VALUE and --env-option KEY=VALUE")
     seeds = preset.seeds if args.seeds is None else args.seeds
     multipliers = DONOR_DEFAULTS["multipliers"] if args.multipliers is None else args.multipliers
     if seeds < 2:
         parser.error("--seeds must be at least 2 to report an interval across seeds")
     if not multipliers or any(g < 0 for g in multipliers):
         parser.error(f"--multipliers must be non-negative numbers, got {multipliers}")
+    evolution = donor_overrides(parser, args)
+    env_options = donor_env_options(parser, args)
     out_dir = args.out or f"results/{preset.name}"
     check_out_dir(parser, out_dir, args.overwrite)
     settings = dict(
         num_seeds=seeds,
-        num_generations=DONOR_DEFAULTS["generations"] if args.generations is None else args.generations,
+        num_generations=evolution.pop("num_generations", DONOR_DEFAULTS["generations"]),
         multipliers=multipliers,
         seed=args.seed,
-        env_options={"schedule": args.schedule or DONOR_DEFAULTS["schedule"], "punishment": bool(args.punishment)},
+        env_options=env_options,
+        **evolution,
     )
     return _run_donor(parser, args, settings, out_dir)
 
 
-def _run_donor(parser, args, settings: dict, out_dir: str, resume: bool = False) -> int:
-    from socialjax.train.cultural_evolution import Interrupted, run_experiment
+def donor_overrides(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict:
+    """``--set KEY=VALUE`` of donor-evolution (and ``--generations``) as
+    :class:`~socialjax.train.cultural_evolution.DonorEvolutionConfig` fields, checked."""
+    fields = [f.name for f in dataclasses.fields(DonorEvolutionConfig)]
+    overrides = dict(args.overrides)
+    for key in overrides:
+        if key not in fields:
+            parser.error(f"--set {key}: not for donor-evolution: --set takes the evolution's settings "
+                         f"({', '.join(fields)})")
+    if args.generations is not None:
+        if "num_generations" in overrides:
+            parser.error("give the number of generations once: --generations or --set num_generations=..., not both")
+        overrides["num_generations"] = args.generations
+    try:
+        DonorEvolutionConfig(**overrides)
+    except (ValueError, TypeError) as err:
+        parser.error(f"donor-evolution: --set: {err}")
+    return overrides
 
+
+def donor_env_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict:
+    """The donor game's options: ``--schedule``, ``--punishment`` and ``--env-option``,
+    checked by making the environment (before anything is compiled)."""
+    options = {"schedule": args.schedule or DONOR_DEFAULTS["schedule"], "punishment": bool(args.punishment)}
+    extra = dict(args.env_options)
+    both = [f"--{k}" for k in ("schedule", "punishment") if k in extra and getattr(args, k) is not None]
+    if both:
+        parser.error(f"give {', '.join(both)} once: as the flag or as --env-option, not both")
+    options.update(extra)
+    try:
+        make("donor_game", **options)
+    except (ValueError, TypeError) as err:
+        parser.error(f"donor-evolution: --env-option: {err}")
+    return options
+
+
+def _run_donor(parser, args, settings: dict, out_dir: str, resume: bool = False) -> int:
     with claimed(parser, out_dir):
         try:
-            run_experiment(**settings, out_dir=out_dir, verbose=not args.quiet, overwrite=args.overwrite,
-                           checkpoint_every=args.checkpoint_every, resume=resume)
+            cultural_evolution.run_experiment(**settings, out_dir=out_dir, verbose=not args.quiet,
+                                              overwrite=args.overwrite, checkpoint_every=args.checkpoint_every,
+                                              resume=resume)
         except Interrupted as stop:
-            if stop.saved:
-                parser.exit(130, f"\nstopped after generation {stop.done} of {stop.total}: the state is saved in "
+            done, total = stop.snapshot.updates_done, settings["num_generations"]
+            if args.checkpoint_every:
+                parser.exit(130, f"\nstopped after generation {done} of {total}: the state is saved in "
                                  f"{out_dir}/resume; continue with: socialjax train --resume {out_dir}\n")
             parser.exit(130, "\nstopped; nothing was saved (--checkpoint-every K saves the state)\n")
         except KeyboardInterrupt:
@@ -168,8 +221,6 @@ def join_processes(parser: argparse.ArgumentParser, args: argparse.Namespace) ->
         parser.error(f"--coordinator: expected HOST:PORT, got {args.coordinator!r}")
     if not 0 <= args.process_id < args.num_processes:
         parser.error(f"--process-id must be in 0..{args.num_processes - 1}, got {args.process_id}")
-    import jax
-
     jax.distributed.initialize(coordinator_address=args.coordinator, num_processes=args.num_processes,
                                process_id=args.process_id)
 
@@ -190,9 +241,6 @@ def train_preset(parser: argparse.ArgumentParser, args: argparse.Namespace, pres
         env = preset.make_env(**dict(args.env_options))
     except (ValueError, TypeError) as err:
         parser.error(f"{preset.name}: {err}")
-    from socialjax.train.rewards import make_shaping
-    from socialjax.train.seating import make_plan
-
     try:  # the population against the seats, without building the loop (run() builds it once)
         plan = make_plan(config, env.num_agents)
         make_shaping(config, plan.num_learners, plan.num_members, env.num_agents)
@@ -215,10 +263,6 @@ def _resume(parser: argparse.ArgumentParser, args: argparse.Namespace):
     if fixed:
         parser.error(f"--resume continues the saved run with its own settings: drop {', '.join(fixed)}")
     join_processes(parser, args)
-    from pathlib import Path
-
-    from socialjax.train import population, results, store
-
     try:
         checkpoint = results.load_checkpoint(args.resume)
         store.check_writable(Path(args.resume))
@@ -227,6 +271,7 @@ def _resume(parser: argparse.ArgumentParser, args: argparse.Namespace):
                 parser.error("donor-evolution runs in one process: drop --coordinator, --num-processes, --process-id")
             settings = {k: checkpoint.meta[k] for k in ("num_seeds", "num_generations", "multipliers", "seed",
                                                          "env_options")}
+            settings.update(checkpoint.meta.get("evolution", {}))
             return _run_donor(parser, args, settings, args.resume, resume=True)
         snapshot = results.restore_snapshot(checkpoint, population.make_train(checkpoint.env, checkpoint.config))
     except (store.ResultError, store.OutputError, KeyError) as err:
@@ -245,12 +290,6 @@ def run_job(parser, args, job: dict, out_dir: str, *, chunk=None, memory=None, r
     """Run a population job (fresh or resumed) and save it: the output folder checked
     and locked first, checkpoints every ``--checkpoint-every`` updates, Ctrl-C handled.
     Returns the ``RunResult``."""
-    import jax
-    import numpy as np
-
-    from socialjax.train import results
-    from socialjax.train.run import Interrupted, run
-
     lead = jax.process_index() == 0  # under jax.distributed, process 0 alone prints and writes
     if lead and resume is None:
         check_out_dir(parser, out_dir, args.overwrite)
@@ -279,7 +318,7 @@ def run_job(parser, args, job: dict, out_dir: str, *, chunk=None, memory=None, r
                   f"{f'; a checkpoint every {every} updates in {out_dir}/resume' if every else ''}; compiling...",
                   flush=True)
         try:
-            result = run(job["env"], config, seeds=np.asarray(job["seeds"]), base_seed=job["base_seed"],
+            result = run_module.run(job["env"], config, seeds=np.asarray(job["seeds"]), base_seed=job["base_seed"],
                          progress=not args.quiet, label=name, chunk=chunk, memory=memory_bytes, segment=every,
                          on_segment=checkpoint if every else None, resume=resume)
         except (ValueError, TypeError) as err:  # the population against the seats, the batch sizes: before compiling

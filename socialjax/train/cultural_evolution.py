@@ -8,9 +8,13 @@ mutated copies of the survivors, survivor ``k`` (in rank order) parenting replac
 ``k``, cycling when there are fewer survivors than replacements. Ties in fitness are
 broken uniformly at random.
 
-``make_donor_evolution(env, config)`` returns a pure ``evolve(key) -> (thetas,
-metrics)``; ``jax.jit(jax.vmap(evolve))(keys)`` runs many seeds in one call. ``metrics``
-holds ``(num_generations,)`` arrays:
+``make_donor_evolution(env, config)`` returns a :class:`DonorEvolution`, a pure
+``job(key) -> (thetas, metrics)`` (``jax.jit(jax.vmap(job))(keys)`` runs many seeds in
+one call) and a job of the one engine that runs every long job
+(:mod:`socialjax.train.engine`: init / updates / finish, the generations as its updates,
+the multiplier as its hyperparameter): :func:`run_experiment` runs it there, and so
+gains the segments, snapshots, Ctrl-C handling and devices of
+:func:`socialjax.train.run`. ``metrics`` holds ``(num_generations,)`` arrays:
 
 - ``mean_final_resources``: final resources averaged over agents and games, the
   paper's published metric;
@@ -21,11 +25,12 @@ holds ``(num_generations,)`` arrays:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
+import math
 import os
-import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -35,10 +40,9 @@ from socialjax.agents import donor_strategies as ds
 from socialjax.core.registry import make
 from socialjax.envs.donor.env import DonorGame, DonorParams
 from socialjax.train import results, store
-from socialjax.train.interrupts import interrupts
-from socialjax.train.progress import Progress
+from socialjax.train.devices import as_key_data
+from socialjax.train.engine import Snapshot, run_job
 from socialjax.train.reports import format_donor_summary, plot_donor_curves
-from socialjax.train.run import Snapshot
 from socialjax.viz.plots import mean_ci95
 
 
@@ -54,8 +58,10 @@ class DonorEvolutionConfig:
             raise ValueError(f"num_generations must be an int >= 1, got {self.num_generations!r}")
         if not 0.0 < self.survival_fraction <= 1.0:
             raise ValueError(f"survival_fraction must be in (0, 1], got {self.survival_fraction!r}")
-        if self.mutation_std < 0 or self.init_weight_scale < 0:
-            raise ValueError("mutation_std and init_weight_scale must be >= 0")
+        for name in ("mutation_std", "init_weight_scale"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
 
     def replace(self, **changes) -> "DonorEvolutionConfig":
         return dataclasses.replace(self, **changes)
@@ -93,28 +99,83 @@ def play_generation(env: DonorGame, params: DonorParams, key: jax.Array, thetas:
     return finals[-1], jnp.mean(given)
 
 
-def make_donor_evolution(
-    env: DonorGame,
-    config: DonorEvolutionConfig = DonorEvolutionConfig(),
-    params: DonorParams | None = None,
-    progress: Progress | None = None,
-) -> Callable[[jax.Array], tuple[jax.Array, dict[str, jax.Array]]]:
-    """Build ``evolve(key) -> (final thetas (N, D+2), metrics)``; see the module docs.
-    The same run in segments (how :func:`run_experiment` checkpoints):
-    ``state = evolve.init(key)``, then ``state, m = evolve.generations(state, start,
-    length=K)`` for consecutive segments; ``state["thetas"]`` at the end."""
-    if not isinstance(env, DonorGame):
-        raise TypeError(f"cultural evolution needs a donor_game environment, got {env!r}")
-    if env.action_levels is not None:
-        raise ValueError("parametric trace strategies give continuous fractions: make the env with action_levels=None")
-    params = env._resolve_params(params)
-    n = env.num_agents
-    num_survivors = max(1, int(round(config.survival_fraction * n)))
+class EvolutionState(NamedTuple):
+    """One run between generations: ``thetas`` ``(N, D + 2)``, the population's strategies,
+    and ``key``, the key every generation draws its own from."""
 
-    def generation(thetas, inputs):
-        gen, key = inputs
+    thetas: jax.Array
+    key: jax.Array
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class DonorEvolution:
+    """Cultural evolution of ``env``'s strategies under ``config``, as a job of the one
+    engine (:mod:`socialjax.train.engine`): a run is one population evolved over
+    ``config.num_generations`` generations (its updates), its hyperparameter the
+    multiplier (``hparams = {"multiplier": ()}``, the grid ``multipliers``; ``params``
+    for the rest, and for the multiplier without ``hparams``).
+
+    ``job(key) -> (final thetas (N, D + 2), metrics)``: one whole run at ``params``; the
+    same run at its seams: ``state = job.init(key)``, then ``state, m = job.updates(state,
+    start, length=K)`` for consecutive segments, ``state.thetas`` at the end."""
+
+    env: DonorGame
+    config: DonorEvolutionConfig
+    params: DonorParams
+    multipliers: tuple[float, ...] = ()  # the grid of run_experiment (default: params.multiplier)
+    log_every: int = 1  # a progress line per generation
+    grows_with: str = "the number of agents (num_agents) and the episode's length (games_per_generation)"
+
+    def __post_init__(self):
+        if not isinstance(self.env, DonorGame):
+            raise TypeError(f"cultural evolution needs a donor_game environment, got {self.env!r}")
+        if self.env.action_levels is not None:
+            raise ValueError("parametric trace strategies give continuous fractions: make the env with "
+                             "action_levels=None")
+
+    @property
+    def num_updates(self) -> int:
+        return self.config.num_generations
+
+    def hparam_grid(self) -> dict[str, np.ndarray]:
+        """``{"multiplier": (M,)}``, float32."""
+        return {"multiplier": np.asarray(self.multipliers or (self.params.multiplier,), np.float32)}
+
+    def init(self, key: jax.Array, hparams: dict | None = None) -> EvolutionState:
+        """The run before its first generation: the random strategies and the key the
+        generations draw from."""
+        key_init, key_loop = jax.random.split(key)
+        thetas = ds.random_strategies(key_init, self.env.num_agents, self.env.trace_depth,
+                                      self.config.init_weight_scale)
+        return EvolutionState(thetas, key_loop)
+
+    def updates(self, state: EvolutionState, start, hparams: dict | None = None, *,
+                length: int | None = None) -> tuple[EvolutionState, dict]:
+        """Generations ``start .. start + length - 1`` (default: all): ``(state, metrics)``,
+        ``metrics`` ``{name: (length,)}``. Generation ``i`` draws its key from the run's key
+        and ``i`` alone, so any split into segments gives the same run."""
+        G = self.config.num_generations
+        length = G if length is None else length
+        params = self.params if hparams is None else self.params.replace(multiplier=hparams["multiplier"])
+        keys = jax.random.split(state.key, G)
+        if length != G:
+            keys = jax.lax.dynamic_slice_in_dim(keys, jnp.asarray(start, jnp.int32), length)
+        # the final selection step is applied too: the returned thetas are the next generation
+        thetas, metrics = jax.lax.scan(functools.partial(self._generation, params), state.thetas, keys)
+        return EvolutionState(thetas, state.key), metrics
+
+    def finish(self, state: EvolutionState, hparams: dict | None = None) -> tuple[EvolutionState, dict]:
+        """The evolved run as it is (its last selection was the last generation's)."""
+        return state, {}
+
+    def __call__(self, key: jax.Array) -> tuple[jax.Array, dict[str, jax.Array]]:
+        state, metrics = self.updates(self.init(key), 0)
+        return state.thetas, metrics
+
+    def _generation(self, params: DonorParams, thetas: jax.Array, key: jax.Array):
+        """One generation: play, rank by fitness, select. ``(next thetas, metrics)``."""
         key_play, key_select = jax.random.split(key)
-        finals, given = play_generation(env, params, key_play, thetas)
+        finals, given = play_generation(self.env, params, key_play, thetas)
         fitness = jnp.mean(finals, axis=0)
         metrics = {
             "mean_final_resources": jnp.mean(finals),
@@ -122,36 +183,24 @@ def make_donor_evolution(
             "mean_bias": jnp.mean(thetas[:, 0]),
             "mean_reciprocity": jnp.mean(thetas[:, 1]),
         }
-        if progress is not None:
-            progress.report(gen, **metrics)
-        new = truncation_select(key_select, thetas, fitness, num_survivors, config.mutation_std)
-        return new, metrics
+        num_survivors = max(1, int(round(self.config.survival_fraction * self.env.num_agents)))
+        return truncation_select(key_select, thetas, fitness, num_survivors, self.config.mutation_std), metrics
 
-    def init(key: jax.Array) -> dict:
-        """The run before its first generation: the random strategies and the key the
-        generations draw from."""
-        key_init, key_loop = jax.random.split(key)
-        return {"thetas": ds.random_strategies(key_init, n, env.trace_depth, config.init_weight_scale),
-                "key": key_loop}
+    def progress_values(self, metrics: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Each run's resources and giving in the last generation of a segment (``(R, K)``)."""
+        return {k: metrics[k][:, -1] for k in ("mean_final_resources", "mean_fraction_given")}
 
-    def generations(state: dict, start, length: int = config.num_generations):
-        """Generations ``start .. start + length - 1``: ``(state, metrics)``. Generation
-        ``i`` draws its key from the run's key and ``i`` alone, so any split into
-        segments gives the same run."""
-        start = jnp.asarray(start, jnp.int32)
-        keys = jax.random.split(state["key"], config.num_generations)
-        if length != config.num_generations:
-            keys = jax.lax.dynamic_slice_in_dim(keys, start, length)
-        # the final selection step is applied too: the returned thetas are the next generation
-        thetas, metrics = jax.lax.scan(generation, state["thetas"], (start + jnp.arange(length), keys))
-        return {"thetas": thetas, "key": state["key"]}, metrics
+    @staticmethod
+    def progress_line(step: int, values: dict[str, np.ndarray]) -> str:
+        return (f"mean final resources {values['mean_final_resources'].mean():8.2f}   "
+                f"mean fraction given {values['mean_fraction_given'].mean():.3f}")
 
-    def evolve(key: jax.Array):
-        state, metrics = generations(init(key), 0)
-        return state["thetas"], metrics
 
-    evolve.init, evolve.generations = init, generations
-    return evolve
+def make_donor_evolution(env: DonorGame, config: DonorEvolutionConfig = DonorEvolutionConfig(),
+                         params: DonorParams | None = None, multipliers: tuple[float, ...] = ()) -> DonorEvolution:
+    """The :class:`DonorEvolution` of ``env`` under ``config`` at ``params`` (checked;
+    default the env's), over ``multipliers`` when run by the engine; see the module docs."""
+    return DonorEvolution(env, config, env._resolve_params(params), tuple(multipliers))
 
 
 def run_experiment(
@@ -165,45 +214,46 @@ def run_experiment(
     overwrite: bool = False,
     checkpoint_every: int | None = None,
     resume: bool = False,
+    **evolution,
 ) -> dict:
     """The README's main job: cultural evolution of parametric donor strategies for
-    ``num_seeds`` seeds and each multiplier ``g`` (the paper's ablation), all in one
-    compiled call (``vmap`` over multipliers of ``vmap`` over seeds).
+    ``num_seeds`` seeds and each multiplier ``g`` (the paper's ablation), run by the one
+    engine (:func:`socialjax.train.engine.run_job`) as the job :class:`DonorEvolution`:
+    its runs are every (multiplier, seed) pair, multiplier-major, run ``(g, s)`` keyed
+    ``fold_in(key(seed), s)``; ``evolution`` sets the other :class:`DonorEvolutionConfig`
+    fields (``survival_fraction``, ``mutation_std``, ``init_weight_scale``).
 
-    Prints progress and a per-generation summary (mean and 95% CI across seeds), and
-    writes ``metrics.npz``, ``summary.csv``, ``config.json`` and ``donor_evolution.png``
-    to ``out_dir``, whole or not at all (:mod:`socialjax.train.store`; an earlier result
-    there is replaced only with ``overwrite=True``, and the folder is checked before
-    anything is compiled).
+    Prints a progress line per generation and a per-generation summary (mean and 95% CI
+    across seeds), and writes ``metrics.npz``, ``summary.csv``, ``config.json`` and
+    ``donor_evolution.png`` to ``out_dir``, whole or not at all
+    (:mod:`socialjax.train.store`; an earlier result there is replaced only with
+    ``overwrite=True``, and the folder is checked before anything is compiled).
 
     ``checkpoint_every=K``: the generations run in segments of ``K``, and after each
-    the complete state (strategies, keys, metrics so far) is saved atomically in
-    ``out_dir/resume/``; Ctrl-C stops at the end of the segment under way.
+    the engine's :class:`~socialjax.train.engine.Snapshot` (strategies, keys, metrics so
+    far) is saved atomically in ``out_dir/resume/``; Ctrl-C stops at the end of the
+    segment under way (the engine's :class:`~socialjax.train.engine.Interrupted`).
     ``resume=True`` continues the unfinished run in ``out_dir`` (its settings must be
     the ones given); the result has the same bits as a run never stopped.
     Returns ``{"metrics": {name: (M, S, G) array}, "multipliers": ..., "seconds": ...}``.
     """
     mults = _checked_multipliers(num_seeds, multipliers, checkpoint_every)
+    config = DonorEvolutionConfig(num_generations=num_generations, **evolution)
     settings = {"job": "donor-evolution", "num_seeds": num_seeds, "num_generations": num_generations,
-                "multipliers": [float(g) for g in multipliers], "seed": seed, "env_options": dict(env_options or {})}
+                "multipliers": [float(g) for g in multipliers], "seed": seed, "env_options": dict(env_options or {}),
+                **({"evolution": evolution} if evolution else {})}
     checkpoint = None
     if resume:
         checkpoint = results.load_checkpoint(out_dir)
         saved = {k: checkpoint.meta.get(k) for k in settings}
-        if saved != json.loads(json.dumps(settings)):
+        if saved != json.loads(json.dumps(settings)) or checkpoint.meta.get("evolution", {}) != evolution:
             raise ValueError(f"{out_dir} holds an unfinished run with other settings: {saved}")
         checkpoint_every = checkpoint_every or int(checkpoint.meta["segment"])
     else:
         store.check_out_dir(out_dir, overwrite=overwrite)
     env = make("donor_game", **(env_options or {}))
-    env.default_params.replace(multiplier=mults).validate()  # the vmapped values, checked before compiling
-    mults = mults.astype(np.float32)
-    config = DonorEvolutionConfig(num_generations=num_generations)
-    progress = Progress(num_generations, num_seeds * len(mults), "donor-evolution", _progress_line, enabled=verbose)
-    evolution = _evolution(env, config, progress)
-    base = jax.random.key(seed)
-    # each run's key depends only on its seed index, never on its position in the batch
-    keys = jax.vmap(lambda s: jax.random.fold_in(base, s))(jnp.arange(num_seeds))
+    env.default_params.replace(multiplier=mults).validate()  # the grid's values, checked before compiling
+    job = make_donor_evolution(env, config, multipliers=tuple(mults.astype(np.float32)))
     if verbose:
         print(
             f"donor-evolution: {len(mults)} multipliers x {num_seeds} seeds x {num_generations} generations, "
@@ -213,14 +263,19 @@ def run_experiment(
             + "; compiling...",
             flush=True,
         )
-    start = time.perf_counter()
-    metrics = _evolve_in_segments(evolution, mults, keys, checkpoint, num_generations, checkpoint_every, out_dir,
-                                  settings)
-    seconds = time.perf_counter() - start
-    _write(out_dir, metrics, mults, {**settings, "seconds": seconds}, num_seeds,
+
+    def save(snapshot: Snapshot) -> None:
+        results.save_checkpoint(out_dir, snapshot, settings, segment=checkpoint_every)
+
+    out = run_job(job, num_seeds, base_seed=seed, progress=verbose, label="donor-evolution",
+                  segment=checkpoint_every, on_segment=save if checkpoint_every else None,
+                  resume=None if checkpoint is None else _snapshot(checkpoint, job, len(mults) * num_seeds))
+    mults = job.hparam_grid()["multiplier"]
+    _write(out_dir, out.metrics, mults, {**settings, "seconds": out.seconds}, num_seeds,
            overwrite=overwrite or resume or bool(checkpoint_every))
     plot_path = os.path.join(out_dir, "donor_evolution.png")
-    result = {"metrics": metrics, "multipliers": mults, "seconds": seconds, "plot": plot_path, "out_dir": out_dir}
+    result = {"metrics": out.metrics, "multipliers": mults, "seconds": out.seconds, "plot": plot_path,
+              "out_dir": out_dir}
     if verbose:
         print(format_donor_summary(result))
     return result
@@ -239,56 +294,18 @@ def _checked_multipliers(num_seeds: int, multipliers, checkpoint_every: int | No
     return mults
 
 
-def _evolution(env: DonorGame, config: DonorEvolutionConfig, progress: Progress) -> Callable:
-    """``evolution(multiplier)``: one run's ``evolve`` at that multiplier."""
-
-    def evolution(multiplier):
-        params = env.default_params.replace(multiplier=multiplier)
-        return make_donor_evolution(env, config, params=params, progress=progress)
-
-    return evolution
-
-
-def _over_runs(fn: Callable, seed_axes: tuple, multiplier_axes: tuple) -> Callable:
-    """One run's ``fn(multiplier, *args)`` over (multipliers, seeds), jitted."""
-    seeds = jax.vmap(fn, in_axes=(None, *seed_axes))
-    return jax.jit(jax.vmap(seeds, in_axes=(0, *multiplier_axes)))
-
-
-def _evolve_in_segments(evolution: Callable, mults: np.ndarray, keys: jax.Array, checkpoint,
-                        num_generations: int, checkpoint_every: int | None, out_dir: str, settings: dict) -> dict:
-    """Every run's generations, in segments of ``checkpoint_every`` (all in one
-    without), from ``keys`` ``(S,)`` or from the unfinished run of ``checkpoint``; after
-    each segment but the last the runs are saved (:func:`~socialjax.train.results.save_checkpoint`),
-    and a Ctrl-C raises :class:`Interrupted` there. Returns ``{name: (M, S, G)}``."""
-    segment = checkpoint_every or num_generations
-    if checkpoint is not None:
-        done = int(checkpoint.meta["updates_done"])
-        thetas, key_data = checkpoint.leaves
-        state = {"thetas": jnp.asarray(thetas), "key": jax.random.wrap_key_data(jnp.asarray(key_data))}
-        parts = [checkpoint.metrics]
-    else:
-        done, parts = 0, []
-        state = _over_runs(lambda m, k: evolution(m).init(k), (0,), (None,))(jnp.asarray(mults), keys)
-    programs = {}
-    with interrupts(enabled=True, stoppable=num_generations - done > segment) as stop:
-        while done < num_generations:
-            n = min(segment, num_generations - done)
-            if n not in programs:
-                programs[n] = _over_runs(lambda m, st, at, n=n: evolution(m).generations(st, at, length=n),
-                                         (0, None), (0, None))
-            state, part = programs[n](jnp.asarray(mults), state, jnp.int32(done))
-            parts.append({k: np.asarray(v) for k, v in part.items()})
-            done += n
-            if done < num_generations and (checkpoint_every or stop.requested):
-                parts = [{k: np.concatenate([p[k] for p in parts], axis=2) for k in parts[0]}]
-                leaves = [np.asarray(state["thetas"]), np.asarray(jax.random.key_data(state["key"]))]
-                if checkpoint_every:
-                    results.save_checkpoint(out_dir, Snapshot(done, leaves, parts[0], 0, None), settings,
-                                            segment=segment)
-                if stop.requested:
-                    raise Interrupted(done, num_generations, out_dir, bool(checkpoint_every))
-    return {k: np.concatenate([p[k] for p in parts], axis=2) for k in parts[0]}
+def _snapshot(checkpoint: results.Checkpoint, job: DonorEvolution, num_runs: int) -> Snapshot:
+    """The engine's :class:`~socialjax.train.engine.Snapshot` of a saved unfinished run,
+    its arrays checked against the runs of ``job``."""
+    shapes = jax.eval_shape(lambda k: jax.tree_util.tree_map(as_key_data, job.init(k)), jax.random.key(0))
+    want = [(num_runs, *w.shape) for w in jax.tree_util.tree_leaves(shapes)]
+    got = [x.shape for x in checkpoint.leaves]
+    done = int(checkpoint.meta["updates_done"])
+    if got != want or any(v.shape[:2] != (num_runs, done) for v in checkpoint.metrics.values()):
+        raise store.ResultError(f"{checkpoint.path} holds state arrays {got}; its run.json's runs need {want} "
+                                f"(written by another version?)")
+    state = jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(shapes), checkpoint.leaves)
+    return Snapshot(done, state, checkpoint.metrics, int(checkpoint.meta["per_device"]), checkpoint.meta["chunk"])
 
 
 def _write(out_dir: str, metrics: dict, mults: np.ndarray, meta: dict, num_seeds: int, overwrite: bool) -> None:
@@ -313,18 +330,3 @@ def _write(out_dir: str, metrics: dict, mults: np.ndarray, meta: dict, num_seeds
         plot_donor_curves(metrics, mults, os.path.join(folder, "donor_evolution.png"), num_seeds)
 
     store.write_folder(out_dir, write, kind="donor-evolution", overwrite=overwrite)
-
-
-class Interrupted(Exception):
-    """Raised by :func:`run_experiment` when Ctrl-C stopped it between segments."""
-
-    def __init__(self, done: int, total: int, out_dir: str, saved: bool):
-        super().__init__(f"interrupted after generation {done} of {total}")
-        self.done, self.total, self.out_dir, self.saved = done, total, out_dir, saved
-
-
-def _progress_line(step, values):
-    return (
-        f"mean final resources {values['mean_final_resources'].mean():8.2f}   "
-        f"mean fraction given {values['mean_fraction_given'].mean():.3f}"
-    )

@@ -6,8 +6,8 @@
             if stop.requested:
                 raise ...            # the caller's own "interrupted" exception
 
-Used by :func:`socialjax.train.run` and the donor-evolution job
-(:func:`socialjax.train.cultural_evolution.run_experiment`).
+Used by the one engine of every long job (:func:`socialjax.train.engine.run_job`: a
+population's :func:`socialjax.train.run`, the donor-evolution job).
 """
 
 from __future__ import annotations

@@ -17,13 +17,14 @@ from socialjax.train.devices import Layout, compile_blocks, lay_out
 MEMORY_HEADROOM = 0.9  # share of a device's memory a program may plan to use (XLA needs scratch beyond its plan)
 
 
-def compile_fitting(program, config, num_runs, devices, chunk, memory, block_args):
+def compile_fitting(program, grows_with: str, num_runs, devices, chunk, memory, block_args):
     """Lay the runs out, compile ``program(per_device, chunk)`` (a device's program,
     e.g. :func:`device_program` of one run's) on the first device, and check it against
     the device's memory: when it does not fit, chunk the runs (or, with ``chunk`` given or
-    one run per device, raise ``MemoryError``). ``block_args(layout)`` gives each
-    device's arguments (arrays or shapes placed on the device). Returns ``(compiled,
-    args, layout, chunk, bytes)``."""
+    one run per device, raise ``MemoryError`` naming ``grows_with``: what a run's memory
+    grows with and how to shrink it). ``block_args(layout)`` gives each device's
+    arguments (arrays or shapes placed on the device). Returns ``(compiled, args, layout,
+    chunk, bytes)``."""
     asked = chunk
     while True:
         layout = lay_out(num_runs, devices, chunk)
@@ -37,7 +38,7 @@ def compile_fitting(program, config, num_runs, devices, chunk, memory, block_arg
                 return True
             group = chunk or layout.per_device
             if asked is not None or group == 1:
-                raise MemoryError(_too_big(config, need, limit, layout, asked))
+                raise MemoryError(_too_big(grows_with, need, limit, layout, asked))
             found["chunk"] = fit_chunk(layout.per_device, group, first.memory_analysis(), MEMORY_HEADROOM * limit)
             return False
 
@@ -95,7 +96,7 @@ def fit_chunk(per_device: int, group: int, analysis, budget: float) -> int:
     return -(-per_device // n)
 
 
-def _too_big(config, need: int, limit: int, layout: Layout, asked: int | None) -> str:
+def _too_big(grows_with: str, need: int, limit: int, layout: Layout, asked: int | None) -> str:
     device = layout.devices[0]
     if asked is not None:
         what = f"computing chunk={asked} runs at a time, the {layout.per_device} runs of a device need"
@@ -103,15 +104,11 @@ def _too_big(config, need: int, limit: int, layout: Layout, asked: int | None) -
         what = "one run of this config needs"
     else:
         what = f"computing one run at a time, the {layout.per_device} runs of a device need"
-    sizes = (f"num_envs ({config.num_envs}) x rollout_len ({config.rollout_len}) (the stored rollout), "
-             f"the minibatch (the rollout's samples / num_minibatches ({config.num_minibatches})) and the network "
-             f"(hidden={config.hidden}, channels={config.channels})")
     return (f"{what} {_size(need)} on {device}; {_size(MEMORY_HEADROOM * limit)} is usable "
             f"({MEMORY_HEADROOM:.0%} of {_size(limit)}). "
             + ("Pass a smaller chunk, or none to let run() choose one that fits. " if asked is not None else "")
-            + f"A run's memory grows with {sizes}: reduce num_envs or rollout_len, or raise num_minibatches"
+            + f"A run's memory grows with {grows_with}"
             + ("." if layout.per_device == 1 else ", or spread the runs over more devices or calls."))
-
 
 
 def _size(n: float) -> str:

@@ -2,7 +2,18 @@
 
     result = sj.train.run(env, config, seeds=64)
 
-runs ``train`` for every (grid point, seed) pair. The runs are cut into equal blocks,
+runs ``train = make_train(env, config)`` for every (grid point, seed) pair.
+
+One engine. Every long job of :mod:`socialjax.train` runs on the engine of
+:mod:`socialjax.train.engine` (:func:`~socialjax.train.engine.run_job`), which drives a
+*job* through its seams init / updates / finish: a population here (``train``, with the
+config's hyperparameter grid, reward and return as progress lines and the non-finite
+losses as :attr:`RunResult.nan_runs`), the donor game's cultural evolution in
+:mod:`socialjax.train.cultural_evolution` (the multipliers as its grid, the generations
+as its updates). What follows (segments, snapshots, Ctrl-C, bits, memory, devices,
+processes) holds for every job alike.
+
+The engine The runs are cut into equal blocks,
 one per device, and every device runs the same single-device programs on its block:
 ``jit(vmap(f))`` of the run's stages ``train.init``, ``train.updates`` (all updates, or
 segments of ``segment`` updates) and ``train.finish`` (a lone run unbatched), compiled
@@ -83,7 +94,8 @@ Arguments of :func:`run` beyond the environment, config and seeds:
   of compiling them; a path puts the cache there; ``False`` leaves JAX's settings as
   they are. See :mod:`socialjax.train.compilation`.
 
-The pieces: :mod:`socialjax.train.devices` (blocks of runs on devices),
+The pieces: :mod:`socialjax.train.engine` (the engine, over any job),
+:mod:`socialjax.train.devices` (blocks of runs on devices),
 :mod:`socialjax.train.memory` (fitting them into a device's memory),
 :mod:`socialjax.train.interrupts` (Ctrl-C between segments).
 """
@@ -91,24 +103,19 @@ The pieces: :mod:`socialjax.train.devices` (blocks of runs on devices),
 from __future__ import annotations
 
 import dataclasses
-import functools
 import os
-import time
 import warnings
 from typing import Any, Callable, Sequence
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
-from socialjax.train.compilation import enable_cache
 from socialjax.train.config import TrainConfig
-from socialjax.train.devices import (Layout, compile_blocks, device_program, dispatch, hp_device, multihost,
-                                     on_device, place_blocks, put_state, take_state)
-from socialjax.train.interrupts import interrupts
-from socialjax.train.memory import compile_fitting
+from socialjax.train.engine import Interrupted, Snapshot, check_counts, checked_seeds, run_job, run_keys
 from socialjax.train.population import make_train
 from socialjax.train.progress import Progress
+
+__all__ = ["Interrupted", "PopulationJob", "RunResult", "Snapshot", "run", "run_keys"]
 
 
 @dataclasses.dataclass
@@ -153,12 +160,6 @@ class RunResult:
         )
 
 
-def run_keys(seeds: Sequence[int], base_seed: int = 0) -> jax.Array:
-    """One key per seed: ``fold_in(key(base_seed), seed)``."""
-    base = jax.random.key(base_seed)
-    return jax.vmap(lambda s: jax.random.fold_in(base, s))(jnp.asarray(seeds, jnp.uint32))
-
-
 def run(
     env,
     config: TrainConfig,
@@ -179,85 +180,70 @@ def run(
     """Train ``len(grid) x len(seeds)`` runs in one call: equal blocks of runs, one per
     device, each device running the same compiled single-device program; in segments of
     ``segment`` updates, with a :class:`Snapshot` to ``on_segment`` after each, and from
-    ``resume`` when given. The other arguments are described in the module docstring."""
-    seeds = _checked_seeds(seeds)
-    _check_counts(chunk=chunk, memory=memory, segment=segment)
+    ``resume`` when given. The population is a job of the one engine
+    (:func:`socialjax.train.engine.run_job`); the other arguments are described in the
+    module docstring."""
+    seeds = checked_seeds(seeds)
+    check_counts(chunk=chunk, memory=memory, segment=segment)
     config.validate()
-    grid = config.hparam_grid()
-    G, S = len(next(iter(grid.values()))), len(seeds)
-    U = config.num_updates
-    chunk, done = _resume_point(resume, U, chunk)
-    devices = list(devices) if devices is not None else jax.devices()
-    if not devices:
-        raise ValueError("devices must name at least one device")
-    if compile_cache is not False:
-        enable_cache(None if compile_cache is True else compile_cache)
-    prog = _progress(progress, config, label)
-    K = _segment_length(segment, config, prog)
-    train = make_train(env, config, params=params)
-    start = time.perf_counter()
-    keys = run_keys(np.tile(seeds, G), base_seed)
-    run_hparams = {k: np.repeat(v, S) for k, v in grid.items()}
-    plan = stages(done, U, K, fresh=resume is None)
-    blocks = compile_stages(train, config, plan, keys, run_hparams, done, devices, chunk, memory, resume)
-    if resume is None:
-        xs, metrics_so_far = blocks.keys, []
-    else:
-        xs, metrics_so_far = put_state(resume.state, blocks.layout), [resume.metrics]
-    compile_seconds = time.perf_counter() - start
-    final, metrics = run_segments(blocks, plan, xs, done, metrics_so_far, U, prog, train.plan.num_learners,
-                                  on_segment)
-    metrics = jax.tree_util.tree_map(lambda x: x.reshape(G, S, *x.shape[1:]), metrics)
-    states = jax.tree_util.tree_map(lambda x: x.reshape(G, S, *x.shape[1:]), final)
-    seconds = time.perf_counter() - start
-    nan_runs = _nan_runs(metrics, grid, config, seeds)
-    return RunResult(config, _env_name(env), seeds, grid, metrics, states, nan_runs, seconds, compile_seconds,
-                     blocks.layout.per_device, blocks.chunk, blocks.memory_bytes)
+    job = PopulationJob(make_train(env, config, params=params))
+    out = run_job(job, seeds, base_seed=base_seed, devices=devices, progress=progress, label=label,
+                  chunk=chunk, memory=memory, segment=segment, on_segment=on_segment, resume=resume,
+                  compile_cache=compile_cache)
+    nan_runs = _nan_runs(out.metrics, out.grid, config, out.seeds)
+    return RunResult(config, _env_name(env), out.seeds, out.grid, out.metrics, out.states, nan_runs, out.seconds,
+                     out.compile_seconds, out.per_device, out.chunk, out.memory_bytes)
 
 
-def _checked_seeds(seeds: int | Sequence[int]) -> np.ndarray:
-    """``seeds`` as a ``(S,)`` array of distinct non-negative ints (a count ``n``: ``0..n-1``)."""
-    seeds = np.arange(seeds) if isinstance(seeds, (int, np.integer)) else np.asarray(list(seeds))
-    if seeds.ndim != 1 or seeds.size == 0 or not np.issubdtype(seeds.dtype, np.integer) or np.any(seeds < 0):
-        raise ValueError(f"seeds must be a positive count or a list of non-negative ints, got {seeds!r}")
-    if len(set(seeds.tolist())) != len(seeds):
-        raise ValueError("seeds must be distinct (a repeated seed repeats the same run)")
-    return seeds
+@dataclasses.dataclass(frozen=True, eq=False)
+class PopulationJob:
+    """A population as a job of the engine (:class:`socialjax.train.engine.Job`):
+    ``train = make_train(env, config)``'s stages, the config's number of updates and
+    hyperparameter grid, progress lines of the learners' reward per step and return."""
 
+    train: Any  # make_train(env, config): init, updates, finish, config, plan
 
-def _check_counts(**counts: int | None) -> None:
-    for name, value in counts.items():
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
-            raise ValueError(f"{name} must be a positive int or None, got {value!r}")
+    @property
+    def num_updates(self) -> int:
+        return self.train.config.num_updates
 
+    @property
+    def log_every(self) -> int:
+        return self.train.config.log_every
 
-def _resume_point(resume: Snapshot | None, num_updates: int, chunk: int | None) -> tuple[int | None, int]:
-    """``(chunk, updates done)`` to start from: the snapshot's, checked, when resuming."""
-    if resume is None:
-        return chunk, 0
-    if not 0 < resume.updates_done < num_updates:
-        raise ValueError(f"the snapshot has {resume.updates_done} of {num_updates} updates done: nothing to resume")
-    if chunk is not None and chunk != resume.chunk:
-        raise ValueError(f"the snapshot's runs were computed with chunk={resume.chunk}; resume with the same")
-    return resume.chunk, resume.updates_done
+    @property
+    def grows_with(self) -> str:
+        config = self.train.config
+        return (f"num_envs ({config.num_envs}) x rollout_len ({config.rollout_len}) (the stored rollout), the "
+                f"minibatch (the rollout's samples / num_minibatches ({config.num_minibatches})) and the network "
+                f"(hidden={config.hidden}, channels={config.channels}): reduce num_envs or rollout_len, or raise "
+                "num_minibatches")
 
+    def init(self, key, hparams):
+        return self.train.init(key, hparams)
 
-def _progress(progress: bool | Progress, config: TrainConfig, label: str) -> Progress | None:
-    """Where the progress lines go (``None``: nowhere)."""
-    if isinstance(progress, Progress):
-        return progress
-    if progress and config.log_every:
-        return Progress(config.num_updates, label=label, format_line=_line)
-    return None
+    def updates(self, state, start, hparams, *, length: int):
+        return self.train.updates(state, start, hparams, length=length)
 
+    def finish(self, state, hparams):
+        return self.train.finish(state, hparams)
 
-def _segment_length(segment: int | None, config: TrainConfig, prog: Progress | None) -> int:
-    """Updates per compiled call: ``segment`` when given; with progress lines, they come
-    between segments of ``log_every`` updates; otherwise all of them in one."""
-    U = config.num_updates
-    if segment is not None:
-        return min(int(segment), U)
-    return min(max(int(config.log_every), 1), U) if prog is not None else U
+    def hparam_grid(self) -> dict[str, np.ndarray]:
+        return self.train.config.hparam_grid()
+
+    def progress_values(self, metrics: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Each run's mean reward per step and mean return over its learners at the last
+        update of a segment (``metrics``: ``(R, K, P)`` arrays)."""
+        L = self.train.plan.num_learners
+        with warnings.catch_warnings():  # a run in which no episode ended has no return: NaN
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return {"reward": np.nanmean(metrics["reward_rate"][:, -1, :L], axis=-1),
+                    "ret": np.nanmean(metrics["return"][:, -1, :L], axis=-1)}
+
+    @staticmethod
+    def progress_line(step: int, values: dict[str, np.ndarray]) -> str:
+        ret = values["ret"][np.isfinite(values["ret"])]  # NaN in runs where no episode ended this update
+        return f"reward/step {np.nanmean(values['reward']):.3f}  return {f'{ret.mean():.3f}' if ret.size else '-'}"
 
 
 def _nan_runs(metrics: dict[str, np.ndarray], grid: dict[str, np.ndarray], config: TrainConfig,
@@ -281,189 +267,3 @@ def _nan_runs(metrics: dict[str, np.ndarray], grid: dict[str, np.ndarray], confi
 def _env_name(env) -> str:
     name = getattr(env, "name", None) or type(getattr(env, "unwrapped", env)).__name__
     return str(name)
-
-
-INIT = (True, 0, False)  # the stage that only initialises the runs
-
-
-def stages(done: int, num_updates: int, segment: int, fresh: bool) -> list[tuple[bool, int, bool]]:
-    """The compiled calls of a run as ``(init, updates, finish)`` stages: init (unless
-    resuming), the segments of ``segment`` updates (the last one shorter when
-    ``segment`` does not divide what is left), the finish. Init and finish are always
-    calls of their own: a program that fuses them with the updates compiles faster
-    but gives other bits in the last place, and a run's bits must not depend on how it
-    was cut into segments."""
-    plan = [INIT] if fresh else []
-    at = done
-    while at < num_updates:
-        n = min(segment, num_updates - at)
-        plan.append((False, n, False))
-        at += n
-    return plan + [(False, 0, True)]
-
-
-def stage(train, init: bool, updates: int, finish: bool) -> Callable:
-    """One run's program for a stage: ``(x, hparams, start) -> (x, metrics, extra)``,
-    where ``x`` is the run's key before init and its state after, and its final
-    :class:`~socialjax.train.population.TrainState` after finish; ``metrics`` are the
-    per-update ones of these ``updates``, ``extra`` those of the finish."""
-
-    def fn(x, hp, at):
-        state = train.init(x, hp) if init else x
-        metrics, extra = {}, {}
-        if updates:
-            state, metrics = train.updates(state, at, hp, length=updates)
-        if finish:
-            state, extra = train.finish(state, hp)
-        return state, metrics, extra
-
-    return fn
-
-
-@dataclasses.dataclass
-class Snapshot:
-    """The runs of :func:`run` between two segments, on the host: ``updates_done``; the
-    complete ``state`` of every run (numpy leaves with a leading run axis ``R = G x S``,
-    grid-major; random keys as their ``key_data``); the per-update ``metrics`` so far
-    ``(R, updates_done, ...)``; and ``per_device`` and ``chunk``, which a resumed run
-    must keep to give the same bits."""
-
-    updates_done: int
-    state: Any
-    metrics: dict[str, np.ndarray]
-    per_device: int
-    chunk: int | None
-
-
-class Interrupted(Exception):
-    """Raised by :func:`run` when Ctrl-C stopped it between segments; ``snapshot``
-    holds the runs (already handed to ``on_segment``)."""
-
-    def __init__(self, snapshot: Snapshot, done: int, total: int):
-        super().__init__(f"interrupted after update {done} of {total}")
-        self.snapshot = snapshot
-
-
-@dataclasses.dataclass
-class Blocks:
-    """The compiled stages of a run, one program per device, and the blocks they run on.
-
-    ``programs``: ``{stage: [compiled per device]}``; ``layout``: the runs' blocks;
-    ``chunk``: runs computed together within a device (``None``: all at once);
-    ``memory_bytes``: what the largest stage needs per device; ``keys``, ``hparams``:
-    each of this host's blocks' run keys ``(per_device,)`` and hyperparameters
-    ``{name: (per_device,)}``, on its device; ``num_runs``: the real runs ``R``."""
-
-    programs: dict
-    layout: Layout
-    chunk: int | None
-    memory_bytes: int
-    keys: list
-    hparams: list
-    num_runs: int
-
-    def start(self, st, xs: list, done: int) -> list:
-        """Dispatch stage ``st`` on every block, from the blocks' ``xs`` (keys or states)."""
-        return dispatch(self.programs[st], [(x, hp, np.int32(done)) for x, hp in zip(xs, self.hparams)])
-
-    def host(self, outs: list):
-        """Blocks' outputs on the host, the ``num_runs`` real runs."""
-        return take_state(outs, self.layout, self.num_runs)
-
-
-def compile_stages(train, config: TrainConfig, plan: list, keys: jax.Array, run_hparams: dict[str, np.ndarray],
-                   done: int, devices: Sequence[jax.Device], chunk: int | None, memory: int | None,
-                   resume: Snapshot | None) -> Blocks:
-    """Lay the ``R`` runs (``keys`` ``(R,)``, ``run_hparams`` ``{name: (R,)}``) out over
-    ``devices`` and compile every stage of ``plan`` for every device before any runs
-    (compile time is not run time). The stage with the most updates decides the chunk
-    that fits in memory (:func:`~socialjax.train.memory.compile_fitting`)."""
-    program = _stage_programs(train)
-    sized = max(plan, key=lambda st: st[1])  # the stage whose memory decides the chunk
-
-    def block_args(layout):  # arguments of that stage, on each device (the run states as shapes)
-        inputs = place_blocks(layout, keys[layout.index], {k: v[layout.index] for k, v in run_hparams.items()})
-        if sized[0]:
-            return [(k, hp, np.int32(done)) for k, hp in inputs]
-        init = program(INIT, layout.per_device, chunk)
-        return [(on_device(jax.eval_shape(init, k, hp, np.int32(0))[0], hp_device(hp)), hp, np.int32(done))
-                for k, hp in inputs]
-
-    compiled, args, layout, fitted, need = compile_fitting(functools.partial(program, sized), config, len(keys),
-                                                           devices, chunk, memory, block_args)
-    if resume is not None and layout.per_device != resume.per_device:
-        warnings.warn(f"the snapshot's runs were computed {resume.per_device} per device, these {layout.per_device}: "
-                      "the resumed runs may differ from uninterrupted ones in the last bits", stacklevel=3)
-    B = layout.per_device
-    programs = {sized: compiled}
-    hps = [hp for _, hp, _ in args]
-    key_blocks = [k for k, _ in place_blocks(layout, keys[layout.index], {})]
-    init = program(INIT, B, fitted)
-    state_shapes = [on_device(jax.eval_shape(init, k, hp, np.int32(0))[0], hp_device(hp))
-                    for k, hp in zip(key_blocks, hps)]
-    for st in plan:
-        if st not in programs:
-            programs[st] = compile_blocks(program(st, B, fitted),
-                                          [(k if st[0] else x, hp, np.int32(0))
-                                           for k, x, hp in zip(key_blocks, state_shapes, hps)])
-    return Blocks(programs, layout, fitted, need, key_blocks, hps, len(keys))
-
-
-def _stage_programs(train) -> Callable:
-    """``program(stage, per_device, chunk)``: a device's jitted program for a stage."""
-
-    @functools.cache  # one jitted program per stage and layout, so that each is traced once
-    def program(st, per_device, chunk):
-        return device_program(stage(train, *st), per_device, chunk, shared=1)
-
-    return program
-
-
-def run_segments(blocks: Blocks, plan: list, xs: list, done: int, metrics_so_far: list, num_updates: int,
-                 prog: Progress | None, num_learners: int, on_segment: Callable[[Snapshot], None] | None):
-    """Run the stages of ``plan`` one compiled call after another, from the blocks'
-    ``xs`` (keys, or the resumed states) with ``done`` updates done and their
-    ``metrics_so_far`` (``[(R, done, ...)]``). After each segment: a progress line, and,
-    when a later one follows, a :class:`Snapshot` to ``on_segment``; a first Ctrl-C
-    raises :class:`Interrupted` there. Returns ``(final states, metrics)``, ``(R, ...)``:
-    the per-update metrics ``(R, U, ...)`` and the finish's."""
-    segments = sum(1 for st in plan if st[1])
-    with interrupts(enabled=not multihost(blocks.layout.devices), stoppable=segments > 1) as stop:
-        for st in plan:
-            outs = blocks.start(st, xs, done)
-            xs = [o[0] for o in outs]
-            if st[1]:
-                metrics_so_far.append(blocks.host([o[1] for o in outs]))
-                done += st[1]
-                if prog is not None:
-                    prog.show(done - 1, _progress_values(metrics_so_far[-1], num_learners))
-            if st[2]:
-                final, extra = blocks.host(xs), blocks.host([o[2] for o in outs])
-            elif st[1] and done < num_updates and (on_segment is not None or stop.requested):
-                snapshot = Snapshot(done, blocks.host(xs), _concat(metrics_so_far), blocks.layout.per_device,
-                                    blocks.chunk)
-                metrics_so_far = [snapshot.metrics]
-                if on_segment is not None:
-                    on_segment(snapshot)
-                if stop.requested:
-                    raise Interrupted(snapshot, done, num_updates)
-    return final, {**_concat(metrics_so_far), **extra}
-
-
-def _concat(parts: list[dict]) -> dict:
-    return {k: np.concatenate([p[k] for p in parts], axis=1) for k in parts[0]}
-
-
-def _progress_values(metrics: dict[str, np.ndarray], num_learners: int) -> dict[str, np.ndarray]:
-    """Each run's mean reward per step and mean return over its learners at the last
-    update of a segment (``metrics``: ``(R, K, P)`` arrays)."""
-    with warnings.catch_warnings():  # a run in which no episode ended has no return: NaN
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return {"reward": np.nanmean(metrics["reward_rate"][:, -1, :num_learners], axis=-1),
-                "ret": np.nanmean(metrics["return"][:, -1, :num_learners], axis=-1)}
-
-
-def _line(step: int, values: dict[str, np.ndarray]) -> str:
-    ret = values["ret"][np.isfinite(values["ret"])]  # NaN in runs where no episode ended this update
-    return f"reward/step {np.nanmean(values['reward']):.3f}  return {f'{ret.mean():.3f}' if ret.size else '-'}"
-

@@ -242,8 +242,8 @@ def _toy_fit(runs, memory, chunk=None):
     def block_args(layout):
         return place_blocks(layout, keys[layout.index], {k: v[layout.index] for k, v in hparams.items()})
 
-    return compile_fitting(functools.partial(device_program, _toy_train), IPD_TFT, runs, jax.local_devices()[:1],
-                           chunk, memory, block_args)
+    return compile_fitting(functools.partial(device_program, _toy_train), "the toy's matrix", runs,
+                           jax.local_devices()[:1], chunk, memory, block_args)
 
 
 def test_runs_that_do_not_fit_the_device_are_chunked_with_the_same_results():

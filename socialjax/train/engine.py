@@ -1,0 +1,361 @@
+"""The one engine for long jobs: many runs of a :class:`Job`, in segments, over devices.
+
+:func:`run_job` drives every long computation of :mod:`socialjax.train`: a population
+(:func:`socialjax.train.run`, with :func:`~socialjax.train.population.make_train`'s
+``Trainer``) and the donor game's cultural evolution
+(:class:`~socialjax.train.cultural_evolution.DonorEvolution`). A job is the program of
+one run, cut at its seams:
+
+- ``init(key, hparams) -> state``: the run before its first update;
+- ``updates(state, start, hparams, *, length) -> (state, metrics)``: updates ``start ..
+  start + length - 1``, ``metrics`` ``{name: (length, ...)}``; update ``i`` draws its key
+  from the run's key and ``i`` alone, so any cut into segments gives the same run;
+- ``finish(state, hparams) -> (state, extra)``: the run's final state and the metrics
+  of its end;
+
+and says ``num_updates``, ``log_every`` (updates between progress lines by default),
+``hparam_grid()`` (``{name: (G,)}``: one value per grid point, a run's ``hparams`` the
+scalars of its point), ``progress_values(metrics)`` (the values of a progress line from
+a segment's ``(R, K, ...)`` metrics), ``progress_line(step, values)`` (its text) and
+``grows_with`` (what its memory grows with, for the refusal of a run too big for a
+device). The runs are every (grid point, seed) pair, grid-major; each run's key is
+``fold_in(key(base_seed), seed)``. What the engine gives every job (segments,
+:class:`Snapshot` s, Ctrl-C, bits, devices, memory) is described in
+:mod:`socialjax.train.run`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+import time
+import warnings
+from typing import Any, Callable, Protocol, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from socialjax.train.compilation import enable_cache
+from socialjax.train.devices import (Layout, compile_blocks, device_program, dispatch, hp_device, multihost,
+                                     on_device, place_blocks, put_state, take_state)
+from socialjax.train.interrupts import interrupts
+from socialjax.train.memory import compile_fitting
+from socialjax.train.progress import Progress
+
+
+class Job(Protocol):
+    """One run's program at its seams, and what the engine reports of it (see the module docstring)."""
+
+    num_updates: int
+    log_every: int
+    grows_with: str
+
+    def init(self, key: jax.Array, hparams: dict) -> Any: ...
+
+    def updates(self, state, start, hparams: dict, *, length: int) -> tuple[Any, dict]: ...
+
+    def finish(self, state, hparams: dict) -> tuple[Any, dict]: ...
+
+    def hparam_grid(self) -> dict[str, np.ndarray]: ...
+
+    def progress_values(self, metrics: dict[str, np.ndarray]) -> dict[str, np.ndarray]: ...
+
+    def progress_line(self, step: int, values: dict[str, np.ndarray]) -> str: ...
+
+
+@dataclasses.dataclass
+class JobResult:
+    """What :func:`run_job` returns, every array with leading axes ``(G, S)``: grid point, seed.
+
+    ``metrics``: the per-update metrics ``(G, S, U, ...)`` and the finish's; ``states``: the
+    finished runs (numpy leaves, keys as key data); ``grid``: ``{name: (G,)}``; ``seeds``
+    ``(S,)``; ``seconds``: wall time, compilation included; ``compile_seconds``: the part
+    spent compiling; ``per_device``, ``chunk``, ``memory_bytes``: see
+    :class:`~socialjax.train.run.RunResult`."""
+
+    seeds: np.ndarray
+    grid: dict[str, np.ndarray]
+    metrics: dict[str, np.ndarray]
+    states: Any
+    seconds: float
+    compile_seconds: float
+    per_device: int
+    chunk: int | None
+    memory_bytes: int
+
+
+@dataclasses.dataclass
+class Snapshot:
+    """The runs of :func:`run_job` between two segments, on the host: ``updates_done``; the
+    complete ``state`` of every run (numpy leaves with a leading run axis ``R = G x S``,
+    grid-major; random keys as their ``key_data``); the per-update ``metrics`` so far
+    ``(R, updates_done, ...)``; and ``per_device`` and ``chunk``, which a resumed run
+    must keep to give the same bits."""
+
+    updates_done: int
+    state: Any
+    metrics: dict[str, np.ndarray]
+    per_device: int
+    chunk: int | None
+
+
+class Interrupted(Exception):
+    """Raised by :func:`run_job` when Ctrl-C stopped it between segments; ``snapshot``
+    holds the runs (already handed to ``on_segment``)."""
+
+    def __init__(self, snapshot: Snapshot, done: int, total: int):
+        super().__init__(f"interrupted after update {done} of {total}")
+        self.snapshot = snapshot
+
+
+def run_keys(seeds: Sequence[int], base_seed: int = 0) -> jax.Array:
+    """One key per seed: ``fold_in(key(base_seed), seed)``."""
+    base = jax.random.key(base_seed)
+    return jax.vmap(lambda s: jax.random.fold_in(base, s))(jnp.asarray(seeds, jnp.uint32))
+
+
+def run_job(
+    job: Job,
+    seeds: int | Sequence[int] = 1,
+    *,
+    base_seed: int = 0,
+    devices: Sequence[jax.Device] | None = None,
+    progress: bool | Progress = True,
+    label: str = "",
+    chunk: int | None = None,
+    memory: int | None = None,
+    segment: int | None = None,
+    on_segment: Callable[[Snapshot], None] | None = None,
+    resume: Snapshot | None = None,
+    compile_cache: bool | str | os.PathLike = True,
+) -> JobResult:
+    """Run ``job`` for every (grid point, seed) pair: equal blocks of runs, one per
+    device, each device running the same compiled single-device programs; in segments of
+    ``segment`` updates (default: ``job.log_every`` with progress lines, all otherwise),
+    with a line to ``progress`` (``True``: a :class:`Progress` of ``job.progress_line``,
+    headed ``label``, when ``job.log_every``) and a :class:`Snapshot` to ``on_segment`` after each, and from
+    ``resume`` when given. The arguments are those of :func:`socialjax.train.run`."""
+    seeds = checked_seeds(seeds)
+    check_counts(chunk=chunk, memory=memory, segment=segment)
+    grid = job.hparam_grid()
+    G, S = len(next(iter(grid.values()))), len(seeds)
+    U = job.num_updates
+    chunk, done = _resume_point(resume, U, chunk)
+    devices = list(devices) if devices is not None else jax.devices()
+    if not devices:
+        raise ValueError("devices must name at least one device")
+    if compile_cache is not False:
+        enable_cache(None if compile_cache is True else compile_cache)
+    progress = _progress(progress, job, label)
+    K = _segment_length(segment, job, progress)
+    start = time.perf_counter()
+    keys = run_keys(np.tile(seeds, G), base_seed)
+    run_hparams = {k: np.repeat(v, S) for k, v in grid.items()}
+    plan = stages(done, U, K, fresh=resume is None)
+    blocks = compile_stages(job, plan, keys, run_hparams, done, devices, chunk, memory, resume)
+    if resume is None:
+        xs, metrics_so_far = blocks.keys, []
+    else:
+        xs, metrics_so_far = put_state(resume.state, blocks.layout), [resume.metrics]
+    compile_seconds = time.perf_counter() - start
+    final, metrics = run_segments(job, blocks, plan, xs, done, metrics_so_far, progress, on_segment)
+    metrics = jax.tree_util.tree_map(lambda x: x.reshape(G, S, *x.shape[1:]), metrics)
+    states = jax.tree_util.tree_map(lambda x: x.reshape(G, S, *x.shape[1:]), final)
+    return JobResult(seeds, grid, metrics, states, time.perf_counter() - start, compile_seconds,
+                     blocks.layout.per_device, blocks.chunk, blocks.memory_bytes)
+
+
+def checked_seeds(seeds: int | Sequence[int]) -> np.ndarray:
+    """``seeds`` as a ``(S,)`` array of distinct non-negative ints (a count ``n``: ``0..n-1``)."""
+    seeds = np.arange(seeds) if isinstance(seeds, (int, np.integer)) else np.asarray(list(seeds))
+    if seeds.ndim != 1 or seeds.size == 0 or not np.issubdtype(seeds.dtype, np.integer) or np.any(seeds < 0):
+        raise ValueError(f"seeds must be a positive count or a list of non-negative ints, got {seeds!r}")
+    if len(set(seeds.tolist())) != len(seeds):
+        raise ValueError("seeds must be distinct (a repeated seed repeats the same run)")
+    return seeds
+
+
+def check_counts(**counts: int | None) -> None:
+    """Each of ``counts`` a positive int or ``None``."""
+    for name, value in counts.items():
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
+            raise ValueError(f"{name} must be a positive int or None, got {value!r}")
+
+
+def _resume_point(resume: Snapshot | None, num_updates: int, chunk: int | None) -> tuple[int | None, int]:
+    """``(chunk, updates done)`` to start from: the snapshot's, checked, when resuming."""
+    if resume is None:
+        return chunk, 0
+    if not 0 < resume.updates_done < num_updates:
+        raise ValueError(f"the snapshot has {resume.updates_done} of {num_updates} updates done: nothing to resume")
+    if chunk is not None and chunk != resume.chunk:
+        raise ValueError(f"the snapshot's runs were computed with chunk={resume.chunk}; resume with the same")
+    return resume.chunk, resume.updates_done
+
+
+def _progress(progress: bool | Progress, job: Job, label: str) -> Progress | None:
+    """Where the progress lines go (``None``: nowhere)."""
+    if isinstance(progress, Progress):
+        return progress
+    if progress and job.log_every:
+        return Progress(job.num_updates, label=label, format_line=job.progress_line)
+    return None
+
+
+def _segment_length(segment: int | None, job: Job, progress: Progress | None) -> int:
+    """Updates per compiled call: ``segment`` when given; with progress lines, they come
+    between segments of ``job.log_every`` updates; otherwise all of them in one."""
+    U = job.num_updates
+    if segment is not None:
+        return min(int(segment), U)
+    return min(max(int(job.log_every), 1), U) if progress is not None else U
+
+
+INIT = (True, 0, False)  # the stage that only initialises the runs
+
+
+def stages(done: int, num_updates: int, segment: int, fresh: bool) -> list[tuple[bool, int, bool]]:
+    """The compiled calls of a run as ``(init, updates, finish)`` stages: init (unless
+    resuming), the segments of ``segment`` updates (the last one shorter when
+    ``segment`` does not divide what is left), the finish. Init and finish are always
+    calls of their own: a program that fuses them with the updates compiles faster
+    but gives other bits in the last place, and a run's bits must not depend on how it
+    was cut into segments."""
+    plan = [INIT] if fresh else []
+    at = done
+    while at < num_updates:
+        n = min(segment, num_updates - at)
+        plan.append((False, n, False))
+        at += n
+    return plan + [(False, 0, True)]
+
+
+def stage(job: Job, init: bool, updates: int, finish: bool) -> Callable:
+    """One run's program for a stage: ``(x, hparams, start) -> (x, metrics, extra)``,
+    where ``x`` is the run's key before init and its state after (its finished state
+    after finish); ``metrics`` are the per-update ones of these ``updates``, ``extra``
+    those of the finish."""
+
+    def fn(x, hp, at):
+        state = job.init(x, hp) if init else x
+        metrics, extra = {}, {}
+        if updates:
+            state, metrics = job.updates(state, at, hp, length=updates)
+        if finish:
+            state, extra = job.finish(state, hp)
+        return state, metrics, extra
+
+    return fn
+
+
+@dataclasses.dataclass
+class Blocks:
+    """The compiled stages of a run, one program per device, and the blocks they run on.
+
+    ``programs``: ``{stage: [compiled per device]}``; ``layout``: the runs' blocks;
+    ``chunk``: runs computed together within a device (``None``: all at once);
+    ``memory_bytes``: what the largest stage needs per device; ``keys``, ``hparams``:
+    each of this host's blocks' run keys ``(per_device,)`` and hyperparameters
+    ``{name: (per_device,)}``, on its device; ``num_runs``: the real runs ``R``."""
+
+    programs: dict
+    layout: Layout
+    chunk: int | None
+    memory_bytes: int
+    keys: list
+    hparams: list
+    num_runs: int
+
+    def start(self, st, xs: list, done: int) -> list:
+        """Dispatch stage ``st`` on every block, from the blocks' ``xs`` (keys or states)."""
+        return dispatch(self.programs[st], [(x, hp, np.int32(done)) for x, hp in zip(xs, self.hparams)])
+
+    def host(self, outs: list):
+        """Blocks' outputs on the host, the ``num_runs`` real runs."""
+        return take_state(outs, self.layout, self.num_runs)
+
+
+def compile_stages(job: Job, plan: list, keys: jax.Array, run_hparams: dict[str, np.ndarray], done: int,
+                   devices: Sequence[jax.Device], chunk: int | None, memory: int | None,
+                   resume: Snapshot | None) -> Blocks:
+    """Lay the ``R`` runs (``keys`` ``(R,)``, ``run_hparams`` ``{name: (R,)}``) out over
+    ``devices`` and compile every stage of ``plan`` for every device before any runs
+    (compile time is not run time). The stage with the most updates decides the chunk
+    that fits in memory (:func:`~socialjax.train.memory.compile_fitting`)."""
+    program = _stage_programs(job)
+    sized = max(plan, key=lambda st: st[1])  # the stage whose memory decides the chunk
+
+    def block_args(layout):  # arguments of that stage, on each device (the run states as shapes)
+        inputs = place_blocks(layout, keys[layout.index], {k: v[layout.index] for k, v in run_hparams.items()})
+        if sized[0]:
+            return [(k, hp, np.int32(done)) for k, hp in inputs]
+        init = program(INIT, layout.per_device, chunk)
+        return [(on_device(jax.eval_shape(init, k, hp, np.int32(0))[0], hp_device(hp)), hp, np.int32(done))
+                for k, hp in inputs]
+
+    compiled, args, layout, fitted, need = compile_fitting(functools.partial(program, sized), job.grows_with,
+                                                           len(keys), devices, chunk, memory, block_args)
+    if resume is not None and layout.per_device != resume.per_device:
+        warnings.warn(f"the snapshot's runs were computed {resume.per_device} per device, these {layout.per_device}: "
+                      "the resumed runs may differ from uninterrupted ones in the last bits", stacklevel=4)
+    B = layout.per_device
+    programs = {sized: compiled}
+    hps = [hp for _, hp, _ in args]
+    key_blocks = [k for k, _ in place_blocks(layout, keys[layout.index], {})]
+    init = program(INIT, B, fitted)
+    state_shapes = [on_device(jax.eval_shape(init, k, hp, np.int32(0))[0], hp_device(hp))
+                    for k, hp in zip(key_blocks, hps)]
+    for st in plan:
+        if st not in programs:
+            programs[st] = compile_blocks(program(st, B, fitted),
+                                          [(k if st[0] else x, hp, np.int32(0))
+                                           for k, x, hp in zip(key_blocks, state_shapes, hps)])
+    return Blocks(programs, layout, fitted, need, key_blocks, hps, len(keys))
+
+
+def _stage_programs(job: Job) -> Callable:
+    """``program(stage, per_device, chunk)``: a device's jitted program for a stage."""
+
+    @functools.cache  # one jitted program per stage and layout, so that each is traced once
+    def program(st, per_device, chunk):
+        return device_program(stage(job, *st), per_device, chunk, shared=1)
+
+    return program
+
+
+def run_segments(job: Job, blocks: Blocks, plan: list, xs: list, done: int, metrics_so_far: list,
+                 prog: Progress | None, on_segment: Callable[[Snapshot], None] | None):
+    """Run the stages of ``plan`` one compiled call after another, from the blocks'
+    ``xs`` (keys, or the resumed states) with ``done`` updates done and their
+    ``metrics_so_far`` (``[(R, done, ...)]``). After each segment: a progress line, and,
+    when a later one follows, a :class:`Snapshot` to ``on_segment``; a first Ctrl-C
+    raises :class:`Interrupted` there. Returns ``(final states, metrics)``, ``(R, ...)``:
+    the per-update metrics ``(R, U, ...)`` and the finish's."""
+    num_updates = job.num_updates
+    segments = sum(1 for st in plan if st[1])
+    with interrupts(enabled=not multihost(blocks.layout.devices), stoppable=segments > 1) as stop:
+        for st in plan:
+            outs = blocks.start(st, xs, done)
+            xs = [o[0] for o in outs]
+            if st[1]:
+                metrics_so_far.append(blocks.host([o[1] for o in outs]))
+                done += st[1]
+                if prog is not None:
+                    prog.show(done - 1, job.progress_values(metrics_so_far[-1]))
+            if st[2]:
+                final, extra = blocks.host(xs), blocks.host([o[2] for o in outs])
+            elif st[1] and done < num_updates and (on_segment is not None or stop.requested):
+                snapshot = Snapshot(done, blocks.host(xs), _concat(metrics_so_far), blocks.layout.per_device,
+                                    blocks.chunk)
+                metrics_so_far = [snapshot.metrics]
+                if on_segment is not None:
+                    on_segment(snapshot)
+                if stop.requested:
+                    raise Interrupted(snapshot, done, num_updates)
+    return final, {**_concat(metrics_so_far), **extra}
+
+
+def _concat(parts: list[dict]) -> dict:
+    return {k: np.concatenate([p[k] for p in parts], axis=1) for k in parts[0]}
