@@ -17,8 +17,17 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from socialjax.cli.common import (check_out_dir, claimed, config_overrides, floats, key_value, positive_float,
-                                  positive_int, use_compile_cache, add_cache_flag)
+from socialjax.cli.common import (
+    add_cache_flag,
+    check_out_dir,
+    claimed,
+    config_overrides,
+    floats,
+    key_value,
+    positive_float,
+    positive_int,
+    use_compile_cache,
+)
 from socialjax.core.registry import make
 from socialjax.train import cultural_evolution, population, results, store
 from socialjax.train.cultural_evolution import DonorEvolutionConfig

@@ -58,6 +58,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from socialjax import make
+from socialjax.agents import donor_strategies as ds
 from socialjax.reproduce.core import (
     Analysis,
     Entry,
@@ -69,6 +71,7 @@ from socialjax.reproduce.core import (
     sign_verdict,
 )
 from socialjax.rollout import scan_steps
+from socialjax.train.cultural_evolution import DonorEvolutionConfig, make_donor_evolution
 
 # Vallinder & Hughes 2024: 12 agents (the env's default), 10 generations, multiplier 2
 # with ablations 1.5 and 3, costly punishment as a variant (the paper, and the
@@ -124,8 +127,6 @@ def generation_accounts(env, params, key: jax.Array, thetas: jax.Array) -> dict[
     """One generation of ``env`` (two games) played by strategies ``thetas (N, D+2)``:
     the average final resources, and per agent per game the amount donated and the
     resources punishment destroyed (what punishers paid plus the fines applied)."""
-    from socialjax.agents import donor_strategies as ds
-
 
     def policy(_, obs, state):
         return ds.act(thetas, obs, env.trace_depth, env.punishment)
@@ -148,9 +149,6 @@ def evolve_runs(schedule: str, punishment: bool, seeds: int, multipliers=MULTIPL
     ``mean_final_resources`` and ``mean_fraction_given`` ``(M, S, generations)`` and
     the evolved population's :func:`generation_accounts` ``(M, S)``. Run ``s`` draws
     from ``fold_in(key(0), s)`` alone, whatever the number of runs."""
-    from socialjax import make
-    from socialjax.train.cultural_evolution import DonorEvolutionConfig, make_donor_evolution
-
     env = make("donor_game", schedule=schedule, punishment=punishment)
     config = DonorEvolutionConfig(num_generations=generations)
 

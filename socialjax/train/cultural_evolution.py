@@ -63,7 +63,7 @@ class DonorEvolutionConfig:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
                 raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
 
-    def replace(self, **changes) -> "DonorEvolutionConfig":
+    def replace(self, **changes) -> DonorEvolutionConfig:
         return dataclasses.replace(self, **changes)
 
 

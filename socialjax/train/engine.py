@@ -31,15 +31,26 @@ import functools
 import os
 import time
 import warnings
-from typing import Any, Callable, Protocol, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from socialjax.train.compilation import enable_cache
-from socialjax.train.devices import (Layout, compile_blocks, device_program, dispatch, hp_device, multihost,
-                                     on_device, place_blocks, put_state, take_state)
+from socialjax.train.devices import (
+    Layout,
+    compile_blocks,
+    device_program,
+    dispatch,
+    hp_device,
+    multihost,
+    on_device,
+    place_blocks,
+    put_state,
+    take_state,
+)
 from socialjax.train.interrupts import interrupts
 from socialjax.train.memory import compile_fitting
 from socialjax.train.progress import Progress

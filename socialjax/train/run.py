@@ -105,7 +105,8 @@ from __future__ import annotations
 import dataclasses
 import os
 import warnings
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import jax
 import numpy as np
@@ -149,7 +150,7 @@ class RunResult:
     def num_runs(self) -> int:
         return int(len(self.seeds) * len(next(iter(self.grid.values()))))
 
-    def point(self, g: int, config: TrainConfig | None = None) -> "RunResult":
+    def point(self, g: int, config: TrainConfig | None = None) -> RunResult:
         """Grid point ``g`` alone (leading axes ``(1, S)``), as if run by itself with
         ``config`` (default: this result's config)."""
         take = lambda x: np.asarray(x)[g:g + 1]  # noqa: E731

@@ -6,14 +6,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from support import assert_same
 
 import socialjax as sj
 from socialjax.agents import donor_strategies as ds
 from socialjax.cli import main
 from socialjax.train.cultural_evolution import DonorEvolutionConfig, make_donor_evolution, truncation_select
 from socialjax.train.progress import Progress
-
-from support import assert_same
 
 
 def test_truncation_keeps_the_top_half_and_copies_them():

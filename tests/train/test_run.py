@@ -19,14 +19,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from support import ON_CPU, assert_same
+from train_configs import IPD_ROUNDS, IPD_TFT, IPD_TFT_SEEDS, ipd_env
 
 import socialjax as sj
 from socialjax.train.devices import device_program, execute_blocks, lay_out, place_blocks
 from socialjax.train.memory import MEMORY_HEADROOM, compile_fitting, fit_chunk
 from socialjax.train.run import run_keys
-
-from support import ON_CPU, assert_same
-from train_configs import IPD_ROUNDS, IPD_TFT, IPD_TFT_SEEDS, ipd_env
 
 LONE_SEED = 1
 LONE_LR = 3e-3

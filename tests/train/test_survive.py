@@ -22,12 +22,11 @@ from pathlib import Path
 import jax
 import numpy as np
 import pytest
+from support import assert_same, cpu_only, reseal
 
 import socialjax as sj
 from socialjax import cli
 from socialjax.train import TrainConfig, results, store
-
-from support import assert_same, cpu_only, reseal
 
 CONFIG = TrainConfig(num_envs=4, rollout_len=10, num_updates=6, hidden=8, update_epochs=1, num_minibatches=1,
                      lr=[1e-3, 3e-3], seating="fixed", seats=(0, 1), scripted=("tft",), evaluate=False)
@@ -248,9 +247,8 @@ def test_bad_output_paths_are_refused_before_any_work(argv, message, tmp_path, m
 def test_a_second_job_on_the_same_folder_stops_at_once(tmp_path):
     target = tmp_path / "shared"
     with store.claim(target):
-        with pytest.raises(store.OutputError, match="is being written by .* lock"):
-            with store.claim(target):
-                pass
+        with pytest.raises(store.OutputError, match="is being written by .* lock"), store.claim(target):
+            pass
         code, out, err = run_cli(CLI_ARGS + ["--out", str(target)])
         assert code == 2 and "is being written by" in err
     with store.claim(target):  # released: free again
