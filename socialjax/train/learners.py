@@ -32,7 +32,3 @@ def make_learner(env, config: TrainConfig, seats_per_learner: int, params=None) 
     spec = encoder_spec(space, config.network)
     return learner_class(config.algo).from_config(space, spec, action_space.n, config, seats_per_learner)
 
-
-def learner_hparams(config: TrainConfig) -> tuple[str, ...]:
-    """The hyperparameters the learner of ``config.algo`` reads from its state."""
-    return learner_class(config.algo).hparams

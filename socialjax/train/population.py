@@ -35,7 +35,7 @@ from socialjax.agents.learner import Learner, LearnerState
 from socialjax.agents.scripted import Scripted, make_scripted
 from socialjax.train.config import TrainConfig
 from socialjax.train.evaluation import Evaluator, make_evaluator
-from socialjax.train.learners import learner_hparams, make_learner  # noqa: F401  (learner_hparams: results.py)
+from socialjax.train.learners import make_learner
 from socialjax.train.progress import Progress
 from socialjax.train.rewards import SeatShaping, make_shaping
 from socialjax.train.rollout import align, draw_seating, reset_games, rollout, table

@@ -75,7 +75,7 @@ from socialjax.train.formats import (
     saved_env_options,
 )
 from socialjax.train.playback import as_run
-from socialjax.train.population import TrainState, learner_hparams, make_train
+from socialjax.train.population import TrainState, make_train
 from socialjax.train.reports import format_summary, member_names, plot_curves
 from socialjax.train.run import Snapshot
 from socialjax.train.tables import to_frame, write_csv
@@ -183,7 +183,7 @@ def load_run(path: str | os.PathLike) -> LoadedRun:
     seeds = arrays.pop("seeds")
     grid = {k[len("grid/"):]: arrays.pop(k) for k in list(arrays) if k.startswith("grid/")}
     G, S = len(next(iter(grid.values()))), len(seeds)
-    template = _state_template(train, config)
+    template = _state_template(train)
     try:
         raw = flax.serialization.msgpack_restore((path / CHECKPOINT_FILE).read_bytes())
         states = flax.serialization.from_state_dict(template, raw)
@@ -293,11 +293,11 @@ def restore_snapshot(checkpoint: Checkpoint, train):
     return Snapshot(done, state, checkpoint.metrics, int(meta["per_device"]), meta["chunk"])
 
 
-def _state_template(train, config: TrainConfig):
+def _state_template(train):
     """The structure (shapes and dtypes) of one run's :class:`TrainState`, from the
     learner's ``init``, without tracing the training loop."""
     L = train.plan.num_learners
-    hp = {k: jnp.zeros((L,), jnp.float32) for k in learner_hparams(config)}
+    hp = {k: jnp.zeros((L,), jnp.float32) for k in train.learner.hparams}
 
     def init():
         learners = jax.vmap(train.learner.init)(jax.random.split(jax.random.key(0), L), hp)
