@@ -31,7 +31,7 @@ from socialjax.reproduce.core import (
     sign_verdict,
 )
 from socialjax.reproduce.gridworlds import PAPER_IPPO, SMALL, SMALL_EPISODE
-from socialjax.viz.plots import mean_ci95
+from socialjax.viz.plots import mean_ci95, pyplot
 
 METRICS = (
     ("efficiency", "efficiency (collective reward per step)"),
@@ -67,10 +67,7 @@ def _criterion(finals):
 def plot(rep, path) -> None:
     """Four panels, one per metric, over training (mean over seeds, 95% band), the first
     and last fifths shaded."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, axes = plt.subplots(1, len(METRICS), figsize=(4.4 * len(METRICS), 3.4))
     x = rep.steps["selfish"]

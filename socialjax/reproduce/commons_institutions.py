@@ -73,6 +73,7 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 
 from socialjax import make
 from socialjax.reproduce.core import (
@@ -89,7 +90,7 @@ from socialjax.reproduce.core import (
     sign_verdict,
 )
 from socialjax.rollout import infos, scan_steps
-from socialjax.viz.plots import mean_ci95
+from socialjax.viz.plots import mean_ci95, pyplot
 
 # ----------------------------------------------------------------------------- GovSim
 FRACTIONS = tuple(round(0.05 * k, 2) for k in range(1, 21))  # the group's fraction of the stock, 0.05 .. 1
@@ -229,8 +230,6 @@ def learn_institutions(keys: jax.Array, iterations: int, batch: int, lr: float =
     iteration ``(S, A, I)`` curves of tokens per round, rent share, net share, fines per
     round (the group's), monitoring rate and quota in force (means over the batch's
     games and rounds)."""
-    import optax
-
     env = institutions_env()
     base = env.default_params
     N, T, L = env.num_agents, env.episode_length, env.num_levels
@@ -369,10 +368,7 @@ def plot(rep, path) -> None:
     (mean over seeds, 95% band), the sustainability threshold marked. Right: each
     arm's rent and net share of the optimum (mean, 95% interval), the Nash level and the
     optimum marked, and at paper scale IPPO's group payoff as a net share."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, (ax, ax_i) = plt.subplots(1, 2, figsize=(11.5, 4.0))
     x = np.asarray(FRACTIONS)

@@ -8,6 +8,7 @@ the published values overlaid, the published-vs-ours table and the verdict.
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import json
 import platform
@@ -21,7 +22,7 @@ import numpy as np
 import socialjax as sj
 from socialjax.train import TrainConfig, run, save_run, store
 from socialjax.train.config import SWEEPABLE
-from socialjax.viz.plots import mean_ci95
+from socialjax.viz.plots import mean_ci95, pyplot
 
 SCALES = ("small", "paper")
 VERDICTS = ("reproduced", "partly", "not reproduced")
@@ -357,8 +358,6 @@ def table_rows(entry: Entry, finals, seeds: int, scale: str) -> list[dict[str, A
 
 
 def write_table(rows: list[dict[str, Any]], path: Path) -> None:
-    import csv
-
     with open(path, "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()
@@ -407,10 +406,7 @@ def plot_reproduction(rep: Reproduction, path: Path) -> None:
     against env steps, the published values as dashed lines in the condition's colour;
     and, for an entry with an analysis, a panel of its values (mean and 95% interval,
     the published value beside each)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     e = rep.entry
     measures = e.measures if e.conditions_at(rep.scale) else ()
@@ -463,8 +459,7 @@ def analysis_panel(ax, rep: Reproduction, keys: list[tuple[str, str]], title: st
 def finish_figure(fig, rep: Reproduction, path: Path) -> None:
     """Title ``fig`` with the entry, scale, seeds and verdict, save it to ``path`` and
     close it (every entry's figure ends this way)."""
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig.suptitle(f"{rep.entry.name} ({rep.scale} scale, {rep.seeds} seeds): {rep.verdict}", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -54,6 +54,8 @@ only, with 32 runs; paper both schedules with 256.
 
 from __future__ import annotations
 
+import textwrap
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -72,6 +74,7 @@ from socialjax.reproduce.core import (
 )
 from socialjax.rollout import scan_steps
 from socialjax.train.cultural_evolution import DonorEvolutionConfig, make_donor_evolution
+from socialjax.viz.plots import pyplot
 
 # Vallinder & Hughes 2024: 12 agents (the env's default), 10 generations, multiplier 2
 # with ablations 1.5 and 3, costly punishment as a variant (the paper, and the
@@ -202,12 +205,7 @@ def plot(rep, path) -> None:
     mean over runs, log scale, as the criterion compares them) and the mean fraction
     given by donors (mean over runs); 95% intervals over runs as bands. A column per
     schedule, colour by multiplier, dashed with costly punishment."""
-    import textwrap
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     schedules = SCHEDULES[rep.scale]
     fig, axes = plt.subplots(2, len(schedules), figsize=(5.6 * len(schedules), 7.4), squeeze=False)

@@ -63,6 +63,7 @@ from socialjax.reproduce.core import (
     interval,
     ordered_verdict,
 )
+from socialjax.viz.plots import pyplot
 
 # ours: the small scale runs the shared policy alone (each seating is one more compilation, and
 # on 16 agents a group of 4 sees too little data: in a trial, grouped learners defected at
@@ -170,10 +171,7 @@ def plot(rep, path) -> None:
     """Per Dr: the cooperation rate of the last 20% of updates against the exploration
     intensity, a line per seating (mean over seeds, 95% interval); beside it, the
     cooperation rate over training of every condition."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     drs = DILEMMA[rep.scale]
     fig, axes = plt.subplots(1, len(drs) + 1, figsize=(4.4 * (len(drs) + 1), 3.8), squeeze=False)

@@ -42,6 +42,7 @@ from socialjax.reproduce.core import (
     interval,
     ordered_verdict,
 )
+from socialjax.viz.plots import pyplot
 
 NORM_NAMES = ("stern_judging", "simple_standing", "image_scoring", "shunning")
 LEADING = ("stern_judging", "simple_standing")  # of the four, in Ohtsuki & Iwasa's leading eight
@@ -141,10 +142,7 @@ def _criterion(finals):
 def plot(rep, path) -> None:
     """Left: each norm's payoff per round of DISC, ALLC and ALLD (mean over seeds, 95%
     interval); right: cooperation under each norm and in image-scoring evolution."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, (ax, ax_c) = plt.subplots(1, 2, figsize=(11, 3.8))
     x = np.arange(len(NORM_NAMES))

@@ -90,7 +90,7 @@ from socialjax.reproduce.core import (
     ordered_verdict,
 )
 from socialjax.train import TrainConfig, run
-from socialjax.viz.plots import mean_ci95
+from socialjax.viz.plots import mean_ci95, pyplot
 
 
 # ----------------------------------------------------------------------------- the action
@@ -357,10 +357,7 @@ def plot(rep, path) -> None:
     """Per learner kind, two panels over training (mean over seeds, 95% band): the
     cooperation rate of the rounds played and the punishments per episode, a line per
     condition."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     learners = [k for k in ("tabular", "dqn") if (f"{k}/baseline", "cooperation over training") in rep.curves]
     fig, axes = plt.subplots(len(learners), 2, figsize=(10, 3.6 * len(learners)), squeeze=False)

@@ -79,6 +79,7 @@ from socialjax.reproduce.core import (
 )
 from socialjax.rollout import infos, scan_steps
 from socialjax.train import TrainConfig, as_run, make_train, play, run
+from socialjax.viz.plots import pyplot
 
 # Fehr & Gaechter 2000: 10 periods per treatment; Fehr & Gaechter 2002: 6.
 PERIODS = {"2000": 10, "2002": 6}
@@ -392,10 +393,7 @@ def plot(rep, path) -> None:
     endowment; mean over seeds, 95% band) with and without punishment, scripted
     populations solid and (paper scale) trained learners dashed; the human finding in a
     caption below."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     finals = rep.finals
     names = [f"{design}/{matching}" for design, matching in ARMS]

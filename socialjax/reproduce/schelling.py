@@ -33,7 +33,7 @@ from socialjax.reproduce.core import (
 from socialjax.reproduce.gridworlds import PAPER_IPPO, SMALL, SMALL_EPISODE
 from socialjax.train import as_run
 from socialjax.train.evaluation import play_seatings
-from socialjax.viz.plots import mean_ci95
+from socialjax.viz.plots import mean_ci95, pyplot
 
 PLAYERS = 5
 GAMES = {"cleanup": "cleanup_ssd", "harvest": "harvest_ssd"}
@@ -149,10 +149,7 @@ def _criterion(finals):
 def plot(rep, path) -> None:
     """A row per game: our diagram (mean over seeds, 95% band) and, beside it, the
     published one (approximate)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     x = np.arange(PLAYERS)
     colours = {"cooperator": "tab:blue", "defector": "tab:red"}

@@ -64,7 +64,7 @@ from socialjax.reproduce.core import (
 )
 from socialjax.train import as_run
 from socialjax.train.evaluation import play_seatings
-from socialjax.viz.plots import plot_bands
+from socialjax.viz.plots import plot_bands, pyplot
 
 # Weis et al. 2026, Table 1: a donation game with benefit 2 and cost 1 (R, S, T, P) = (1, -1, 2, 0)
 BENEFIT, COST = 2.0, 1.0
@@ -204,10 +204,7 @@ def plot(rep, path) -> None:
     fifth of training): cooperation with the other learner, with the tabular agents, and
     learner 0's reward minus learner 1's in games between learners; and the values after
     training beside the published ones."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, axes = plt.subplots(2, 2, figsize=(13, 8))
     axes = axes.ravel()

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from socialjax.train.config import TrainConfig
-from socialjax.viz.plots import mean_ci95, plot_bands
+from socialjax.viz.plots import mean_ci95, plot_bands, pyplot
 
 SOCIAL = ("efficiency", "equality", "sustainability", "peace")
 WINDOW_FRACTION = 0.1  # "first" and "last" = the first / last 10% of updates
@@ -146,7 +146,7 @@ def plot_curves(metrics: dict[str, np.ndarray], grid: dict[str, np.ndarray], con
     """``curves.png``: reward per step per member (one line per member, or per grid point
     in a sweep) and each social metric that is defined, against the update; mean over
     seeds with a bootstrap 95% band (:func:`~socialjax.viz.plots.plot_bands`)."""
-    plt = _pyplot()
+    plt = pyplot()
     G, S, U, P = metrics["reward_rate"].shape
     L = metrics["loss"].shape[3] if "loss" in metrics else P - len(config.scripted)
     names = member_names(config, L)
@@ -246,7 +246,7 @@ def format_donor_summary(result: dict) -> str:
 def plot_donor_curves(metrics: dict[str, np.ndarray], mults: np.ndarray, path, num_seeds: int) -> None:
     """``donor_evolution.png``: average final resources and mean fraction given per
     generation, a line per multiplier (``metrics``: ``{name: (M, S, G)}``)."""
-    plt = _pyplot()
+    plt = pyplot()
     gens = np.arange(1, metrics["mean_final_resources"].shape[-1] + 1)
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     label = lambda g: f"multiplier g = {g:g}"
@@ -263,14 +263,3 @@ def plot_donor_curves(metrics: dict[str, np.ndarray], mults: np.ndarray, path, n
     fig.savefig(path, dpi=120)
     plt.close(fig)
 
-
-def _pyplot():
-    """matplotlib's pyplot on the file-only Agg backend. Imported here, not at the top:
-    pyplot is slow to import and choosing its backend at import time would change the
-    backend of a notebook that only imports socialjax.train."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt

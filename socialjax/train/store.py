@@ -23,6 +23,8 @@ loader refuses a folder written by another job.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
 import hashlib
 import json
 import os
@@ -254,8 +256,6 @@ def _swap_in(tmp: Path, out: Path, overwrite: bool) -> None:
 def _exchange(a: Path, b: Path) -> bool:
     """Swap two paths atomically (Linux ``renameat2`` with ``RENAME_EXCHANGE``); False
     where the system cannot."""
-    import ctypes
-    import ctypes.util
 
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)

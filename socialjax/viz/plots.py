@@ -7,6 +7,19 @@ from collections.abc import Mapping
 import numpy as np
 
 
+def pyplot():
+    """matplotlib's pyplot on the file-only Agg backend, for the figures the library
+    writes. Imported on call, not at the top: pyplot is slow to import (``import
+    socialjax`` would pay for it), and choosing its backend at import time would change
+    the backend of a notebook that only imports socialjax."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
 def mean_ci95(values: np.ndarray, axis: int = 0, resamples: int = 2000, seed: int = 0) -> tuple[np.ndarray, np.ndarray,
                                                                                                 np.ndarray]:
     """Mean and bootstrap 95% confidence interval of the mean along ``axis``

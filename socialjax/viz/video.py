@@ -122,7 +122,7 @@ def save_gif(frames, path: str | os.PathLike, fps: float = 10, scale: int = 1) -
     ``scale`` times (nearest neighbour). Pillow merges identical consecutive frames
     into one longer frame, so the file may hold fewer frames than ``T`` for the same
     total duration. Returns the path."""
-    from PIL import Image
+    from PIL import Image  # on call: viz is imported by `import socialjax`, and Pillow only serves GIFs
 
     _check_fps_scale(fps, scale)
     frames = upscale(_as_frames(frames), scale)
@@ -179,6 +179,7 @@ def animate(frames, fps: float = 10, scale: int = 2):
     ``to_jshtml``): shown when it is the last expression of a cell. Returns an
     ``IPython.display.HTML`` (or an object with ``_repr_html_`` and ``.data`` when
     IPython is not installed). Each image pixel is drawn as ``scale`` screen pixels."""
+    # on call: viz is imported by `import socialjax`, which should not pay for matplotlib
     from matplotlib import animation
     from matplotlib.figure import Figure
 
@@ -197,7 +198,7 @@ def animate(frames, fps: float = 10, scale: int = 2):
 
     anim = animation.FuncAnimation(fig, draw, frames=len(frames), interval=1000.0 / fps, blit=True)
     html = anim.to_jshtml(fps=fps, default_mode="loop")
-    try:
+    try:  # IPython is optional: Jupyter has it, a script may not
         from IPython.display import HTML
     except ImportError:
         return _HTMLAnimation(html)
