@@ -4,11 +4,11 @@ and ``coin_defector`` (:func:`coin_bot`).
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
-from socialjax.envs.coins import COIN_BOTS, COIN_CODES, LOLA_NOOP, LOLA_SIZE, NUM_ACTIONS, CoinGameLOLA
+from socialjax.agents.bots.grid import NOOP, seek_or_roam
+from socialjax.envs.coins import COIN_BOTS, COIN_CODES, LOLA_NOOP, LOLA_SIZE, CoinGameLOLA
 from socialjax.envs.grid import constants as C
 
 
@@ -39,38 +39,20 @@ def coin_bot(env, name: str):
     dr = (jnp.arange(V)[:, None] - ahead + 0 * jnp.arange(W)[None, :]).reshape(-1)  # < 0: ahead
     dc = (jnp.arange(W)[None, :] - side + 0 * jnp.arange(V)[:, None]).reshape(-1)  # > 0: to the right
     dist = jnp.abs(dr) + jnp.abs(dc)
-    noop, forward, backward, left, right, turn_l, turn_r = range(NUM_ACTIONS)
     # window cell entered by forward, backward, step left, step right (backward unseen with behind = 0)
     dest = np.array([(ahead - 1) * W + side, (ahead + 1) * W + side if behind else ahead * W + side,
                      ahead * W + side - 1, ahead * W + side + 1])
-    step_moves = jnp.asarray([forward, backward, left, right], jnp.int32)
     codes = jnp.asarray(COIN_CODES, jnp.int32)
 
     def act(key, slot, obs):
         grid = obs["grid"].reshape(obs["grid"].shape[0], -1).astype(jnp.int32)  # (B, V * W)
-        batch = grid.shape[0]
         centre = grid[:, ahead * W + side]
         me = jnp.clip((centre - C.AGENT_BASE) // 4, 0, 1)
         mine, theirs = codes[me][:, None], codes[1 - me][:, None]
         wanted = (grid == mine) | (greedy & (grid == theirs))
         avoid = (grid[:, dest] == theirs) & (not greedy)  # (B, 4): forward, backward, left, right
-        best = jnp.argmin(jnp.where(wanted, dist[None, :], jnp.iinfo(jnp.int32).max), axis=1)
-        r, c = dr[best], dc[best]
-        vertical = jnp.where(r < 0, 0, 1)  # index into dest / step_moves
-        lateral = jnp.where(c > 0, 3, 2)
-        first = jnp.where(jnp.abs(r) >= jnp.abs(c), vertical, lateral)
-        second = jnp.where(jnp.abs(r) >= jnp.abs(c), jnp.where(c != 0, lateral, -1), jnp.where(r != 0, vertical, -1))
-        rows = jnp.arange(batch)
-        ok_first = ~avoid[rows, first]
-        ok_second = (second >= 0) & ~avoid[rows, jnp.maximum(second, 0)]
-        k_roam, k_turn = jax.random.split(key)
-        turn = jnp.where(jax.random.bernoulli(k_turn, 0.5, (batch,)), turn_l, turn_r)
-        move = jnp.where(ok_first, step_moves[first], jnp.where(ok_second, step_moves[jnp.maximum(second, 0)], turn))
-        roam = jnp.asarray([forward, forward, turn_l, turn_r], jnp.int32)[
-            jax.random.randint(k_roam, (batch,), 0, 4)]
-        roam = jnp.where((roam == forward) & avoid[:, 0], turn, roam)
         present = centre >= C.AGENT_BASE
-        return jnp.where(present, jnp.where(wanted.any(axis=1), move, roam), noop).astype(jnp.int32)
+        return jnp.where(present, seek_or_roam(key, wanted, avoid, dist, dr, dc), NOOP).astype(jnp.int32)
 
     return act
 

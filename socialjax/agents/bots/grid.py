@@ -24,6 +24,37 @@ from socialjax.envs.grid import constants as C
 
 #: the bots every gridworld with code observations has (``cleaner``: with a cleaning beam)
 GRID_BOTS = ("harvester", "cleaner")
+# the Melting Pot action set's moves (ACTION_SET of the substrate configs)
+NOOP, FORWARD, BACKWARD, STEP_LEFT, STEP_RIGHT, TURN_LEFT, TURN_RIGHT = range(7)
+STEP_MOVES = (FORWARD, BACKWARD, STEP_LEFT, STEP_RIGHT)  # the order of a bot's four step cells
+
+
+def seek_or_roam(key: jax.Array, wanted: jax.Array, avoid: jax.Array, dist: jax.Array, dr: jax.Array,
+                 dc: jax.Array) -> jax.Array:
+    """A window-reading bot's move: towards the nearest wanted cell (``wanted (B, V*W)``,
+    Manhattan ``dist``, row / column offsets ``dr`` (< 0: ahead), ``dc`` (> 0: right), each
+    ``(V*W,)``) along the longer axis of the offset, else along the other, else a random
+    turn, never onto a cell it avoids (``avoid (B, 4)``: the cells a step forward,
+    backward, left, right enters); with nothing wanted in view, forward or a random turn
+    (a turn where forward is avoided). ``(B,) int32``."""
+    batch = wanted.shape[0]
+    step_moves = jnp.asarray(STEP_MOVES, jnp.int32)
+    best = jnp.argmin(jnp.where(wanted, dist[None, :], jnp.iinfo(jnp.int32).max), axis=1)
+    r, c = dr[best], dc[best]
+    vertical = jnp.where(r < 0, 0, 1)  # index into STEP_MOVES
+    lateral = jnp.where(c > 0, 3, 2)
+    longer = jnp.abs(r) >= jnp.abs(c)
+    first = jnp.where(longer, vertical, lateral)
+    second = jnp.where(longer, jnp.where(c != 0, lateral, -1), jnp.where(r != 0, vertical, -1))
+    rows = jnp.arange(batch)
+    ok_first = ~avoid[rows, first]
+    ok_second = (second >= 0) & ~avoid[rows, jnp.maximum(second, 0)]
+    k_roam, k_turn = jax.random.split(key)
+    turn = jnp.where(jax.random.bernoulli(k_turn, 0.5, (batch,)), TURN_LEFT, TURN_RIGHT)
+    move = jnp.where(ok_first, step_moves[first], jnp.where(ok_second, step_moves[jnp.maximum(second, 0)], turn))
+    roam = jnp.asarray([FORWARD, FORWARD, TURN_LEFT, TURN_RIGHT], jnp.int32)[jax.random.randint(k_roam, (batch,), 0, 4)]
+    roam = jnp.where((roam == FORWARD) & avoid[:, 0], turn, roam)
+    return jnp.where(wanted.any(axis=1), move, roam)
 
 
 def action_finder(env) -> Callable[..., int]:

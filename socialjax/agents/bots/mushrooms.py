@@ -4,10 +4,10 @@ and ``collect_green`` (:func:`mushroom_bot`; their goals: the game's ``BOTS``).
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
+from socialjax.agents.bots.grid import NOOP, seek_or_roam
 from socialjax.envs.grid import constants as C
 from socialjax.envs.mushrooms import BOTS, KINDS
 
@@ -30,35 +30,17 @@ def mushroom_bot(env, name: str):
     dr = (jnp.arange(V)[:, None] - ahead + 0 * jnp.arange(W)[None, :]).reshape(-1)  # < 0: ahead
     dc = (jnp.arange(W)[None, :] - side + 0 * jnp.arange(V)[:, None]).reshape(-1)  # > 0: to the right
     dist = jnp.abs(dr) + jnp.abs(dc)
-    noop, forward, backward, left, right, turn_l, turn_r = range(7)
     here = ahead * W + side
     dest = np.array([here - W, here + W if behind else here, here - 1, here + 1])  # fwd, back, left, right
-    step_moves = jnp.asarray([forward, backward, left, right], jnp.int32)
     targets = jnp.asarray(BOTS[name], jnp.int32)
     mushrooms = jnp.asarray(KINDS, jnp.int32)
 
     def act(key, slot, obs):
         grid = obs["grid"].reshape(obs["grid"].shape[0], -1).astype(jnp.int32)  # (B, V * W)
-        batch = grid.shape[0]
         wanted = jnp.any(grid[..., None] == targets, -1)
         at = grid[:, dest]
         avoid = jnp.any(at[..., None] == mushrooms, -1) & ~jnp.any(at[..., None] == targets, -1)  # (B, 4)
-        best = jnp.argmin(jnp.where(wanted, dist[None, :], jnp.iinfo(jnp.int32).max), axis=1)
-        r, c = dr[best], dc[best]
-        vertical = jnp.where(r < 0, 0, 1)
-        lateral = jnp.where(c > 0, 3, 2)
-        longer = jnp.abs(r) >= jnp.abs(c)
-        first = jnp.where(longer, vertical, lateral)
-        second = jnp.where(longer, jnp.where(c != 0, lateral, -1), jnp.where(r != 0, vertical, -1))
-        rows = jnp.arange(batch)
-        ok_first = ~avoid[rows, first]
-        ok_second = (second >= 0) & ~avoid[rows, jnp.maximum(second, 0)]
-        k_roam, k_turn = jax.random.split(key)
-        turn = jnp.where(jax.random.bernoulli(k_turn, 0.5, (batch,)), turn_l, turn_r)
-        move = jnp.where(ok_first, step_moves[first], jnp.where(ok_second, step_moves[jnp.maximum(second, 0)], turn))
-        roam = jnp.asarray([forward, forward, turn_l, turn_r], jnp.int32)[jax.random.randint(k_roam, (batch,), 0, 4)]
-        roam = jnp.where((roam == forward) & avoid[:, 0], turn, roam)
         present = grid[:, here] >= C.AGENT_BASE
-        return jnp.where(present, jnp.where(wanted.any(axis=1), move, roam), noop).astype(jnp.int32)
+        return jnp.where(present, seek_or_roam(key, wanted, avoid, dist, dr, dc), NOOP).astype(jnp.int32)
 
     return act
