@@ -31,14 +31,23 @@ def floats(text: str) -> tuple[float, ...]:
     return values
 
 
-def positive_int(text: str) -> int:
+def bounded_int(text: str, low: int, what: str, high: int | None = None) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+    if value < low or (high is not None and value > high):
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
     return value
+
+
+def positive_int(text: str) -> int:
+    return bounded_int(text, 1, "a positive integer")
+
+
+def non_negative_int(text: str) -> int:
+    """A seed number: 0 .. 2**31 - 1."""
+    return bounded_int(text, 0, "an integer in [0, 2**31)", 2**31 - 1)
 
 
 def positive_float(text: str) -> float:

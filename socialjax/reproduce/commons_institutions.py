@@ -296,17 +296,17 @@ def learn_institutions(keys: jax.Array, iterations: int, batch: int, lr: float =
 
 
 # ------------------------------------------------------------------------ the entry
-def _seed_keys(seeds: int, offset: int) -> jax.Array:
+def _seed_keys(seeds: int, base_seed: int, offset: int) -> jax.Array:
     # RBG keys (ours): the same statistics as the default generator, and its programs
     # compile several times faster on the CPU
-    return jnp.stack([jax.random.key(offset + s, impl="rbg") for s in range(seeds)])
+    return jnp.stack([jax.random.key(offset + base_seed + s, impl="rbg") for s in range(seeds)])
 
 
-def _compute(runs, scale: str, seeds: int) -> dict[tuple[str, str], np.ndarray]:
+def _compute(runs, scale: str, seeds: int, base_seed: int) -> dict[tuple[str, str], np.ndarray]:
     out: dict[tuple[str, str], np.ndarray] = {}
     fractions = np.asarray(FRACTIONS, np.float32)
     sweep = {k: np.asarray(v, np.float64) for k, v in govsim_sweep(
-        _seed_keys(seeds, 0), jnp.asarray(fractions), games=GOVSIM_GAMES[scale]).items()}  # (S, F)
+        _seed_keys(seeds, base_seed, 0), jnp.asarray(fractions), games=GOVSIM_GAMES[scale]).items()}  # (S, F)
     for i, f in enumerate(FRACTIONS):
         for m in ("collapse_rate", "survival_months", "catch"):
             out[(_row(f), m)] = sweep[m][:, i]
@@ -317,7 +317,7 @@ def _compute(runs, scale: str, seeds: int) -> dict[tuple[str, str], np.ndarray]:
     out[("govsim curve", "largest_drop")] = np.maximum((rate[:, :-1] - rate[:, 1:]).max(axis=1), 0.0)
     out[("govsim curve", "f_half")] = np.array([f_half(fractions, r) for r in rate])
 
-    curves = learn_institutions(_seed_keys(seeds, 1000), iterations=ITERATIONS[scale], batch=BATCH[scale])
+    curves = learn_institutions(_seed_keys(seeds, base_seed, 1000), iterations=ITERATIONS[scale], batch=BATCH[scale])
     k = max(1, int(round(ITERATIONS[scale] * FINAL_SHARE)))
     for a, arm in enumerate(ARMS):
         for m in INSTITUTION_MEASURES:

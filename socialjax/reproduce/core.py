@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import jax
 import numpy as np
 
 import socialjax as sj
@@ -68,8 +69,10 @@ class Analysis:
     """What an entry measures on the trained populations after training (e.g. playing
     learners of two conditions together). ``keys[scale]`` are the ``(row, quantity)``
     pairs it returns at that scale, declared so that references can be checked without
-    running; ``compute(runs, scale, seeds)`` gets ``{condition: (RunResult, env,
-    TrainConfig)}`` and returns ``{key: (S,) values}``. ``series[scale]`` are further keys
+    running; ``compute(runs, scale, seeds, base_seed)`` gets ``{condition: (RunResult,
+    env, TrainConfig)}`` and returns ``{key: (S,) values}``, its randomness drawn from
+    the seed numbers ``base_seed .. base_seed + seeds - 1`` or from
+    :func:`stream_key` (so ``--seed`` gives it a new seed set too). ``series[scale]`` are further keys
     whose values are ``(S, X)`` sequences (e.g. one value per generation): they go to
     :attr:`Reproduction.curves` for the figure, not to the table."""
 
@@ -138,6 +141,7 @@ class Reproduction:
     entry: Entry
     scale: str
     seeds: int
+    base_seed: int
     finals: dict[tuple[str, str], np.ndarray]
     curves: dict[tuple[str, str], np.ndarray]
     steps: dict[str, np.ndarray]
@@ -145,6 +149,16 @@ class Reproduction:
     reason: str
     rows: list[dict[str, Any]]
     seconds: float
+
+
+# ------------------------------------------------------------------------------- seeding
+def stream_key(stream: int, base_seed: int = 0) -> jax.Array:
+    """The key of an analysis's random stream ``stream`` (a number fixed in the entry):
+    ``key(stream)`` on the default seed set (``base_seed=0``, the one REPRODUCTIONS.md's
+    rows were measured on), folded with ``base_seed`` on any other, so that
+    ``--seed S`` draws a seed set disjoint from the default one."""
+    key = jax.random.key(stream)
+    return key if base_seed == 0 else jax.random.fold_in(key, base_seed)
 
 
 # ------------------------------------------------------------------------------ measuring
@@ -269,10 +283,12 @@ def grid_index(result, config) -> int:
     raise ValueError("no grid point has this condition's hyperparameters")
 
 
-def reproduce(entry: Entry, scale: str = "small", seeds: int | None = None, *, out: str | Path | None = None,
-              overwrite: bool = False, progress: bool = True) -> Reproduction:
+def reproduce(entry: Entry, scale: str = "small", seeds: int | None = None, *, base_seed: int = 0,
+              out: str | Path | None = None, overwrite: bool = False, progress: bool = True) -> Reproduction:
     """Train every condition of ``entry`` at ``scale`` with ``seeds`` seeds (default the
-    entry's), measure, judge, and (with ``out``) write the folder atomically:
+    entry's) numbered from ``base_seed`` (0, the default seed set; any other number draws
+    a seed set of its own, for checking a result on seeds nobody tuned to), measure,
+    judge, and (with ``out``) write the folder atomically:
     ``figure.png``, ``table.csv``, ``summary.txt``, ``reproduction.json`` and each
     condition's run (``<condition>/``, as ``socialjax train`` writes it)."""
 
@@ -281,6 +297,8 @@ def reproduce(entry: Entry, scale: str = "small", seeds: int | None = None, *, o
     seeds = entry.seeds[scale] if seeds is None else seeds
     if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 2:
         raise ValueError(f"seeds must be an int >= 2 (the verdict compares intervals over seeds), got {seeds!r}")
+    if isinstance(base_seed, bool) or not isinstance(base_seed, int) or not 0 <= base_seed < 2**31:
+        raise ValueError(f"base_seed must be an int in [0, 2**31), got {base_seed!r}")
     if out is not None:
         out = store.check_out_dir(out, overwrite=overwrite)
     plans = []
@@ -298,7 +316,7 @@ def reproduce(entry: Entry, scale: str = "small", seeds: int | None = None, *, o
             print(f"[{entry.name}] {names}: {grid.num_updates} updates x {grid.num_envs} games x "
                   f"{grid.rollout_len} steps, {seeds} seeds"
                   + ("" if len(group) == 1 else f", one run over {len(group)} grid points"), flush=True)
-        result = run(env, grid, seeds=seeds, progress=progress, label=names)
+        result = run(env, grid, seeds=seeds, base_seed=base_seed, progress=progress, label=names)
         for cond, env, config in group:
             one = result if len(group) == 1 else result.point(grid_index(result, config), config)
             runs[cond.name] = (one, env, config)
@@ -312,7 +330,7 @@ def reproduce(entry: Entry, scale: str = "small", seeds: int | None = None, *, o
     if entry.analysis is not None:
         if progress:
             print(f"[{entry.name}] analysing" + (" the trained populations" if plans else ""), flush=True)
-        extra = entry.analysis.compute(runs, scale, seeds)
+        extra = entry.analysis.compute(runs, scale, seeds, base_seed)
         series = tuple(entry.analysis.series.get(scale, ()))
         missing = set(entry.analysis.keys[scale]).union(series) - set(extra)
         if missing:
@@ -323,7 +341,7 @@ def reproduce(entry: Entry, scale: str = "small", seeds: int | None = None, *, o
     if verdict not in VERDICTS:
         raise ValueError(f"{entry.name}: criterion returned {verdict!r}, not one of {VERDICTS}")
     rows = table_rows(entry, finals, seeds, scale)
-    rep = Reproduction(entry, scale, seeds, finals, curves, steps, verdict, reason, rows,
+    rep = Reproduction(entry, scale, seeds, base_seed, finals, curves, steps, verdict, reason, rows,
                        time.perf_counter() - start)
     if out is not None:
         def write(tmp: Path) -> None:
@@ -335,7 +353,8 @@ def reproduce(entry: Entry, scale: str = "small", seeds: int | None = None, *, o
             (tmp / SUMMARY_FILE).write_text(summary(rep) + "\n")
             (tmp / RESULT_FILE).write_text(json.dumps(to_json(rep), indent=2) + "\n")
 
-        store.write_folder(out, write, kind=KIND, overwrite=overwrite, info={"entry": entry.name, "scale": scale})
+        store.write_folder(out, write, kind=KIND, overwrite=overwrite, info={"entry": entry.name, "scale": scale,
+                                                                                "base_seed": base_seed})
     return rep
 
 
@@ -382,11 +401,16 @@ def summary(rep: Reproduction) -> str:
                      f"{'(qualitative) ' + r.note if r.value is None else f'{r.value:g}'} "
                      f"- {r.source} ({r.how}){'; ' + r.note if r.note and r.value is not None else ''}"
                      for r in e.references)
-    return (f"{e.name}: {e.title}\n{e.citation}\n\nscale {rep.scale}, {rep.seeds} seeds, "
+    return (f"{e.name}: {e.title}\n{e.citation}\n\nscale {rep.scale}, {seed_text(rep)}, "
             f"{rep.seconds:.0f} s on {platform.machine()} ({platform.system()})\n\n"
             f"verdict: {rep.verdict.upper()}: {rep.reason}\ncriterion: {e.criterion_text}\n\n"
             f"{format_table(rep.rows)}\n\npublished values:\n{refs}"
             + (f"\n\nnotes: {e.notes}" if e.notes else ""))
+
+
+def seed_text(rep: Reproduction) -> str:
+    """``"4 seeds"``, or ``"4 seeds from 1000"`` on a seed set other than the default."""
+    return f"{rep.seeds} seeds" + (f" from {rep.base_seed}" if rep.base_seed else "")
 
 
 def to_json(rep: Reproduction) -> dict[str, Any]:
@@ -394,7 +418,8 @@ def to_json(rep: Reproduction) -> dict[str, Any]:
         return None if x is None or (isinstance(x, float) and not np.isfinite(x)) else x
 
     return {
-        "entry": rep.entry.name, "scale": rep.scale, "seeds": rep.seeds, "verdict": rep.verdict,
+        "entry": rep.entry.name, "scale": rep.scale, "seeds": rep.seeds, "base_seed": rep.base_seed,
+        "verdict": rep.verdict,
         "reason": rep.reason, "criterion": rep.entry.criterion_text, "seconds": rep.seconds,
         "rows": [{k: plain(v) for k, v in r.items()} for r in rep.rows],
         "finals": {f"{c}/{m}": [plain(float(v)) for v in vals] for (c, m), vals in rep.finals.items()},
@@ -460,7 +485,7 @@ def finish_figure(fig, rep: Reproduction, path: Path) -> None:
     """Title ``fig`` with the entry, scale, seeds and verdict, save it to ``path`` and
     close it (every entry's figure ends this way)."""
     plt = pyplot()
-    fig.suptitle(f"{rep.entry.name} ({rep.scale} scale, {rep.seeds} seeds): {rep.verdict}", fontsize=10)
+    fig.suptitle(f"{rep.entry.name} ({rep.scale} scale, {seed_text(rep)}): {rep.verdict}", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -147,11 +147,11 @@ def generation_accounts(env, params, key: jax.Array, thetas: jax.Array) -> dict[
 
 
 def evolve_runs(schedule: str, punishment: bool, seeds: int, multipliers=MULTIPLIERS,
-                generations: int = GENERATIONS) -> dict[str, np.ndarray]:
+                generations: int = GENERATIONS, base_seed: int = 0) -> dict[str, np.ndarray]:
     """Cultural evolution for each multiplier and ``seeds`` runs, one jitted call:
     ``mean_final_resources`` and ``mean_fraction_given`` ``(M, S, generations)`` and
     the evolved population's :func:`generation_accounts` ``(M, S)``. Run ``s`` draws
-    from ``fold_in(key(0), s)`` alone, whatever the number of runs."""
+    from ``fold_in(key(0), base_seed + s)`` alone, whatever the number of runs."""
     env = make("donor_game", schedule=schedule, punishment=punishment)
     config = DonorEvolutionConfig(num_generations=generations)
 
@@ -163,16 +163,16 @@ def evolve_runs(schedule: str, punishment: bool, seeds: int, multipliers=MULTIPL
         return metrics, generation_accounts(env, params, key_replay, thetas)
 
     over_seeds = jax.vmap(one, in_axes=(None, 0))
-    metrics, accounts = jax.jit(jax.vmap(over_seeds, in_axes=(0, None)))(np.asarray(multipliers, np.float32),
-                                                                          np.arange(seeds, dtype=np.int32))
+    numbers = np.arange(base_seed, base_seed + seeds, dtype=np.int32)
+    metrics, accounts = jax.jit(jax.vmap(over_seeds, in_axes=(0, None)))(np.asarray(multipliers, np.float32), numbers)
     return {k: np.asarray(v, np.float64) for k, v in {**metrics, **accounts}.items()}
 
 
-def _compute(runs, scale: str, seeds: int) -> dict[tuple[str, str], np.ndarray]:
+def _compute(runs, scale: str, seeds: int, base_seed: int) -> dict[tuple[str, str], np.ndarray]:
     out = {}
     for schedule in SCHEDULES[scale]:
         for punishment in PUNISHMENT:
-            r = evolve_runs(schedule, punishment, seeds)
+            r = evolve_runs(schedule, punishment, seeds, base_seed=base_seed)
             for i, g in enumerate(MULTIPLIERS):
                 name = row(schedule, g, punishment)
                 resources, given = r["mean_final_resources"][i], r["mean_fraction_given"][i]  # (S, G)

@@ -140,7 +140,7 @@ def _keys(scale: str) -> tuple[tuple[str, str], ...]:
     return tuple((c.name, RATE) for c in CONDITIONS if scale in c.scales)
 
 
-def _rates(runs, scale: str, seeds: int) -> dict[tuple[str, str], np.ndarray]:
+def _rates(runs, scale: str, seeds: int, base_seed: int) -> dict[tuple[str, str], np.ndarray]:
     """Each condition's cooperation rate over the last 20% of updates: C choices per
     episode over agents x steps."""
     out = {}

@@ -108,18 +108,18 @@ def image_scoring_cooperation(execution_error: float, key: jax.Array, generation
     return float(rate[-max(1, generations // 5):].mean())
 
 
-def _compute(runs, scale: str, seeds: int) -> dict[tuple[str, str], np.ndarray]:
+def _compute(runs, scale: str, seeds: int, base_seed: int) -> dict[tuple[str, str], np.ndarray]:
     out: dict[tuple[str, str], list] = {}
     for s in range(seeds):
         for i, norm in enumerate(NORM_NAMES):
-            r = stability(norm, jax.random.key(10_000 * s + i), ROUNDS[scale], GAMES[scale])
+            r = stability(norm, jax.random.key(10_000 * (base_seed + s) + i), ROUNDS[scale], GAMES[scale])
             for strategy in STRATEGIES:
                 out.setdefault((norm, f"payoff_{strategy}"), []).append(r[strategy])
             out.setdefault((norm, "cooperation"), []).append(r["cooperation"])
             out.setdefault((norm, "disc_minus_allc"), []).append(r["DISC"] - r["ALLC"])
             out.setdefault((norm, "disc_minus_alld"), []).append(r["DISC"] - r["ALLD"])
         for j, e in enumerate(IMAGE_ERRORS):
-            c = image_scoring_cooperation(e, jax.random.key(10_000 * s + 100 + j), GENERATIONS[scale])
+            c = image_scoring_cooperation(e, jax.random.key(10_000 * (base_seed + s) + 100 + j), GENERATIONS[scale])
             out.setdefault((f"image scoring, e={e:g}", "cooperation"), []).append(c)
     return {k: np.asarray(v, np.float64) for k, v in out.items()}
 

@@ -88,6 +88,7 @@ from socialjax.reproduce.core import (
     final_values,
     finish_figure,
     ordered_verdict,
+    stream_key,
 )
 from socialjax.train import TrainConfig, run
 from socialjax.viz.plots import mean_ci95, pyplot
@@ -244,7 +245,7 @@ def tabular_run(env, key: jax.Array, select: jax.Array, punish: jax.Array, games
 QUICK_COMPILE = {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True}
 
 
-def tabular_curves(scale: str, seeds: int) -> dict[str, np.ndarray]:
+def tabular_curves(scale: str, seeds: int, base_seed: int = 0) -> dict[str, np.ndarray]:
     """``{quantity: (C, S, episodes)}`` of the tabular populations of every condition
     (``C`` in :data:`CONDITIONS` order), all in one jitted call vmapped over conditions
     and seeds."""
@@ -257,7 +258,7 @@ def tabular_curves(scale: str, seeds: int) -> dict[str, np.ndarray]:
         return jax.vmap(lambda k, a, b: tabular_run(env, k, a, b, size["games"], size["episodes"]))(keys, select,
                                                                                                       punish)
 
-    keys = jax.random.split(jax.random.key(100), len(select))
+    keys = jax.random.split(stream_key(100, base_seed), len(select))
     options = QUICK_COMPILE if scale == "small" else None  # paper scale: run time dominates
     out = jax.jit(runs, compiler_options=options)(keys, select, punish)
     return {k: np.asarray(v, np.float64).reshape(len(CONDITIONS), seeds, -1) for k, v in out.items()}
@@ -279,8 +280,8 @@ def summarise(row: str, played, cooperated, punished, unjust, reward) -> dict[tu
     return out
 
 
-def tabular_values(scale: str, seeds: int) -> dict[tuple[str, str], np.ndarray]:
-    curves, out = tabular_curves(scale, seeds), {}
+def tabular_values(scale: str, seeds: int, base_seed: int = 0) -> dict[tuple[str, str], np.ndarray]:
+    curves, out = tabular_curves(scale, seeds, base_seed), {}
     for c, name in enumerate(CONDITIONS):
         out.update(summarise(f"tabular/{name}", *(curves[k][c] for k in ("played", "cooperated", "punished",
                                                                            "unjust_punishments", "reward"))))
@@ -296,7 +297,7 @@ DQN = dict(algo="dqn", hidden=128, gamma=GAMMA, lr=1e-3, num_envs=8, num_updates
            eps_end=0.01, eps_decay=0.5, seating="independent", evaluate=False)
 
 
-def dqn_values(seeds: int) -> dict[tuple[str, str], np.ndarray]:
+def dqn_values(seeds: int, base_seed: int = 0) -> dict[tuple[str, str], np.ndarray]:
     """Each condition (and third-party punishment) trained with ``socialjax.train``'s
     DQN: the same keys as the tabular rows, from the training metrics (per episode,
     summed over the agents)."""
@@ -306,7 +307,7 @@ def dqn_values(seeds: int) -> dict[tuple[str, str], np.ndarray]:
         config = TrainConfig().replace(rollout_len=env.episode_length, **DQN)
         print(f"[partner-punishment] dqn/{name}: {config.num_updates} updates x {config.num_envs} games x "
               f"{config.rollout_len} steps, {seeds} seeds", flush=True)
-        m = run(env, config, seeds=seeds, progress=False, label=f"dqn/{name}").metrics
+        m = run(env, config, seeds=seeds, base_seed=base_seed, progress=False, label=f"dqn/{name}").metrics
 
         def total(key):
             x = np.asarray(m[f"events/{key}"], np.float64)[0]  # (S, U[, N])
@@ -334,10 +335,10 @@ def _series(scale: str) -> tuple[tuple[str, str], ...]:
     return tuple((row, f"{q} over training") for row in rows(scale) for q in ("cooperation", "punishments"))
 
 
-def _compute(runs, scale: str, seeds: int) -> dict[tuple[str, str], np.ndarray]:
-    out = tabular_values(scale, seeds)
+def _compute(runs, scale: str, seeds: int, base_seed: int) -> dict[tuple[str, str], np.ndarray]:
+    out = tabular_values(scale, seeds, base_seed)
     if scale == "paper":
-        out.update(dqn_values(seeds))
+        out.update(dqn_values(seeds, base_seed))
     return out
 
 

@@ -76,6 +76,7 @@ from socialjax.reproduce.core import (
     interval,
     ordered_verdict,
     sign_verdict,
+    stream_key,
 )
 from socialjax.rollout import infos, scan_steps
 from socialjax.train import TrainConfig, as_run, make_train, play, run
@@ -207,7 +208,7 @@ def simulate(env, params, key: jax.Array, punish) -> dict[str, jax.Array]:
     return jax.jit(run, compiler_options=QUICK_COMPILE)(params, key, punish)
 
 
-def scripted_values(scale: str, seeds: int) -> dict[tuple[str, str], np.ndarray]:
+def scripted_values(scale: str, seeds: int, base_seed: int = 0) -> dict[tuple[str, str], np.ndarray]:
     """Every scripted row's per-period contributions and summary quantities, ``(S,)``
     each (a seed's value is the mean over its ``SESSIONS[scale]`` sessions)."""
     G, out = SESSIONS[scale], {}
@@ -220,7 +221,7 @@ def scripted_values(scale: str, seeds: int) -> dict[tuple[str, str], np.ndarray]
                                         *per_case)
         punish = np.repeat([p for _, p in cases], seeds * G)
         res = {k: np.asarray(v, np.float64).reshape(len(cases), seeds, G, -1).mean(axis=2)
-               for k, v in simulate(env, params, jax.random.key(1000 + m), punish).items()}  # (cases, S, P)
+               for k, v in simulate(env, params, stream_key(1000 + m, base_seed), punish).items()}  # (cases, S, P)
         for c, (design, punish) in enumerate(cases):
             out.update(summarise(row_name(design, matching, punish), res["contribution"][c, :, :PERIODS[design]],
                                  res["payoff"][c, :, :PERIODS[design]], res["points"][c, :, :PERIODS[design]]))
@@ -318,7 +319,7 @@ def trained_periods(train, learners, key: jax.Array) -> np.ndarray:
     return steps[:, :, 0, :].mean(axis=(0, 2)) / base.endowment  # the contribution step of each period
 
 
-def learner_values(seeds: int) -> dict[tuple[str, str], np.ndarray]:
+def learner_values(seeds: int, base_seed: int = 0) -> dict[tuple[str, str], np.ndarray]:
     """Each learner row: the contribution over the first and the last fifth of training
     (``start``, ``end``), the points assigned per member and period at the end, and the
     trained population's contribution per period, ``(S,)`` each."""
@@ -328,7 +329,7 @@ def learner_values(seeds: int) -> dict[tuple[str, str], np.ndarray]:
         config = learner_config(env)
         print(f"[punishment] {row}: {config.num_updates} updates x {config.num_envs} games x {config.rollout_len} "
               f"steps, {seeds} seeds", flush=True)
-        result = run(env, config, seeds=seeds, progress=False, label=row)
+        result = run(env, config, seeds=seeds, base_seed=base_seed, progress=False, label=row)
         base = getattr(env, "unwrapped", env)
         per = base.num_agents * base.num_periods  # per member and period
         contribution = np.asarray(result.metrics["events/contributed"], np.float64)[0] / (per * base.endowment)
@@ -339,8 +340,9 @@ def learner_values(seeds: int) -> dict[tuple[str, str], np.ndarray]:
         tenths = np.array_split(np.arange(config.num_updates), TENTHS)
         out.update({(row, tenth_key(k)): np.nanmean(contribution[:, part], axis=1) for k, part in enumerate(tenths)})
         train = make_train(env, config)  # one playback program for every seed
-        periods = np.stack([trained_periods(train, as_run(result.states.learners, 0, s),
-                                            jax.random.key(2000 + 100 * c + s)) for s in range(seeds)])  # (S, P)
+        keys = [jax.random.key(2000 + 100 * c + base_seed + s) for s in range(seeds)]
+        periods = np.stack([trained_periods(train, as_run(result.states.learners, 0, s), keys[s])
+                            for s in range(seeds)])  # (S, P)
         out.update({(row, period_key(t)): periods[:, t] for t in range(base.num_periods)})
     return out
 
@@ -353,10 +355,10 @@ def learner_keys() -> tuple[tuple[str, str], ...]:
 
 
 # ------------------------------------------------------------------------------ the entry
-def _compute(runs, scale: str, seeds: int) -> dict[tuple[str, str], np.ndarray]:
-    out = scripted_values(scale, seeds)
+def _compute(runs, scale: str, seeds: int, base_seed: int) -> dict[tuple[str, str], np.ndarray]:
+    out = scripted_values(scale, seeds, base_seed)
     if scale == "paper":
-        out.update(learner_values(seeds))
+        out.update(learner_values(seeds, base_seed))
     return out
 
 

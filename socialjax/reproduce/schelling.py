@@ -29,6 +29,7 @@ from socialjax.reproduce.core import (
     finish_figure,
     ordered_verdict,
     sign_verdict,
+    stream_key,
 )
 from socialjax.reproduce.gridworlds import PAPER_IPPO, SMALL, SMALL_EPISODE
 from socialjax.train import as_run
@@ -118,13 +119,13 @@ def _keys(scale: str) -> tuple[tuple[str, str], ...]:
     return tuple(keys)
 
 
-def _compute(runs, scale: str, seeds: int) -> dict[tuple[str, str], np.ndarray]:
+def _compute(runs, scale: str, seeds: int, base_seed: int) -> dict[tuple[str, str], np.ndarray]:
     out = {}
     for i, game in enumerate(_games(scale)):
         coop, env, config = runs[f"{game}/cooperators"]
         defect = runs[f"{game}/defectors"][0]
         diagram = schelling_diagram(env, config, as_run(coop.states.learners, 0), as_run(defect.states.learners, 0),
-                                    jax.random.key(1000 + i), eval_envs=EVAL_ENVS[scale],
+                                    stream_key(1000 + i, base_seed), eval_envs=EVAL_ENVS[scale],
                                     episode_length=EPISODE[scale])
         C, D = diagram["cooperator"], diagram["defector"]  # (S, N)
         for x in range(PLAYERS):

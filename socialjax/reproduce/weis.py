@@ -61,6 +61,7 @@ from socialjax.reproduce.core import (
     combined_verdict,
     finish_figure,
     ordered_verdict,
+    stream_key,
 )
 from socialjax.train import as_run
 from socialjax.train.evaluation import play_seatings
@@ -166,7 +167,7 @@ def play_pool(env, config, learners, key, eval_games: int) -> dict[str, np.ndarr
             "coop_vs_tabular": c_tab.mean(axis=1), "reward_vs_tabular": rate[:, 1:, 0].mean(axis=1)}
 
 
-def _compute(runs, scale: str, seeds: int) -> dict[tuple[str, str], np.ndarray]:
+def _compute(runs, scale: str, seeds: int, base_seed: int) -> dict[tuple[str, str], np.ndarray]:
     out = {}
     # the conditions with the same network play in one batch (one compiled evaluation);
     # opponent-id's learners observe the co-player view, so theirs is a second
@@ -174,7 +175,7 @@ def _compute(runs, scale: str, seeds: int) -> dict[tuple[str, str], np.ndarray]:
         pairs = [as_run(runs[name][0].states.learners, 0) for name in names]
         both = jax.tree_util.tree_map(lambda *x: np.concatenate(x), *pairs)
         env, config = runs[names[0]][1], runs[names[0]][2]
-        played = play_pool(env, config, both, jax.random.key(2000), EVAL_GAMES[scale])
+        played = play_pool(env, config, both, stream_key(2000, base_seed), EVAL_GAMES[scale])
         for i, name in enumerate(names):
             for q in VS_LEARNER + (VS_TABULAR if name in POOLS else ()):
                 if q != "peak_gap":

@@ -93,7 +93,9 @@ def test_list_shows_the_entries(capsys):
 
 def test_bad_requests_fail_before_training(capsys, tmp_path):
     for argv, message in ((["reproduce"], "give an experiment"), (["reproduce", "nope"], "unknown experiment"),
-                          (["reproduce", "cleanup-reward", "--seeds", "1"], "at least 2")):
+                          (["reproduce", "cleanup-reward", "--seeds", "1"], "at least 2"),
+                          (["reproduce", "norms", "--seed", "-1"], "expected an integer in [0, 2**31)"),
+                          (["reproduce", "norms", "--seed", "1.5"], "expected an integer")):
         with pytest.raises(SystemExit):
             cli.main(argv)
         assert message in capsys.readouterr().err
@@ -180,8 +182,8 @@ def test_an_entry_of_analysis_alone_trains_nothing_and_writes_its_folder(tmp_pat
     analysis gives every value, and the table, verdict and figure come from it."""
     seen = {}
 
-    def compute(runs, scale, seeds):
-        seen["runs"] = runs
+    def compute(runs, scale, seeds, base_seed):
+        seen["runs"], seen["base_seed"] = runs, base_seed
         return {("model", "cooperation"): np.linspace(0.6, 0.8, seeds), ("model", "defection"): np.full(seeds, 0.3)}
 
     keys = (("model", "cooperation"), ("model", "defection"))
@@ -191,12 +193,18 @@ def test_an_entry_of_analysis_alone_trains_nothing_and_writes_its_folder(tmp_pat
                   criterion_text="cooperation above defection",
                   analysis=Analysis(keys={"small": keys, "paper": keys}, compute=compute))
     rep = reproduce(entry, "small", 3, out=tmp_path / "toy", progress=False)
-    assert seen["runs"] == {} and rep.verdict == "reproduced"
+    assert seen["runs"] == {} and seen["base_seed"] == 0 and rep.verdict == "reproduced"
     assert [(r["condition"], r["measure"], r["published"]) for r in rep.rows] == [
         ("model", "cooperation", 0.7), ("model", "defection", None)]
     assert rep.rows[0]["ours"] == pytest.approx(0.7) and rep.rows[0]["ours_ci_low"] == pytest.approx(0.6)
     assert (tmp_path / "toy" / "figure.png").stat().st_size > 5_000
     assert "verdict: REPRODUCED" in (tmp_path / "toy" / "summary.txt").read_text()
+    other = reproduce(entry, "small", 3, base_seed=1000, out=tmp_path / "toy-1000", progress=False)
+    assert seen["base_seed"] == 1000 and other.base_seed == 1000
+    assert "3 seeds from 1000" in (tmp_path / "toy-1000" / "summary.txt").read_text()
+    for bad in (-1, 2**31, 1.5, True):
+        with pytest.raises(ValueError, match="base_seed"):
+            reproduce(entry, "small", 3, base_seed=bad, progress=False)
     missing = dataclasses.replace(entry, analysis=Analysis(keys={"small": keys + (("model", "x"),), "paper": keys},
                                                            compute=compute))
     with pytest.raises(ValueError, match="did not return"):
@@ -204,8 +212,8 @@ def test_an_entry_of_analysis_alone_trains_nothing_and_writes_its_folder(tmp_pat
     # a series (one value per generation, say) goes to the curves, not to the table
     series = (("model", "per generation"),)
 
-    def compute_series(runs, scale, seeds):
-        return {**compute(runs, scale, seeds), series[0]: np.arange(seeds * 4.0).reshape(seeds, 4)}
+    def compute_series(runs, scale, seeds, base_seed):
+        return {**compute(runs, scale, seeds, base_seed), series[0]: np.arange(seeds * 4.0).reshape(seeds, 4)}
 
     with_series = dataclasses.replace(entry, analysis=Analysis(keys={"small": keys, "paper": keys},
                                                                compute=compute_series, series={"small": series}))
