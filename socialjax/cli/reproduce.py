@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from socialjax.cli.common import add_cache_flag, non_negative_int, positive_int, use_compile_cache
-from socialjax.reproduce import ENTRIES, get_entry, reproduce
+from socialjax.reproduce import ENTRIES, SCALES, get_entry, reproduce
 from socialjax.reproduce.core import FIGURE_FILE, TABLE_FILE, format_table, seed_text
 from socialjax.train import store
 
@@ -21,7 +21,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                     "a GPU.")
     cmd.add_argument("name", nargs="?", help="the experiment (socialjax reproduce --list)")
     cmd.add_argument("--list", action="store_true", help="list the experiments and exit")
-    cmd.add_argument("--scale", choices=("small", "paper"), default="small")
+    cmd.add_argument("--scale", choices=SCALES, default="small",
+                     help="small: a pipeline check; cpu: sized for the published direction to show on a 2-core CPU in "
+                          "at most 10 minutes; gpu: at most 6 minutes on one H100-class GPU (gridworld entries); "
+                          "paper: the published configuration")
     cmd.add_argument("--seeds", type=positive_int, default=None,
                      help="seeds per condition (at least 2; default: the entry's for the scale)")
     cmd.add_argument("--seed", type=non_negative_int, default=0,

@@ -25,7 +25,14 @@ from socialjax.train import TrainConfig, run, save_run, store
 from socialjax.train.config import SWEEPABLE
 from socialjax.viz.plots import mean_ci95, pyplot
 
-SCALES = ("small", "paper")
+# The sizes an entry can run at: ``small``, a check that the pipeline runs (a minute or
+# less on a 2-core CPU; what the fast test tier runs); ``cpu``, sized so that the published
+# direction can emerge in at most 10 minutes on a 2-core CPU (the default of ``socialjax
+# reproduce``); ``gpu``, at most 6 minutes on one H100-class GPU (gridworld entries);
+# ``paper``, the published configuration. An entry declares the scales it has by its
+# ``seeds`` (one count per scale).
+SCALES = ("small", "cpu", "gpu", "paper")
+DEFAULT_SCALE = "cpu"
 VERDICTS = ("reproduced", "partly", "not reproduced")
 KIND = "reproduction"
 TABLE_FILE, FIGURE_FILE, SUMMARY_FILE, RESULT_FILE = "table.csv", "figure.png", "summary.txt", "reproduction.json"
@@ -37,14 +44,21 @@ WINDOWS = ("end", "start")
 class Condition:
     """One arm of the experiment, per scale: a population trained on
     ``sj.make(env[scale], **env_options[scale])`` with ``TrainConfig(**config[scale])``;
-    run at the ``scales`` listed (an arm too costly for the CPU-sized scale is run at
-    ``paper`` scale only)."""
+    run at the ``scales`` listed, by default every scale ``config`` has (an arm too costly
+    for the CPU is given ``paper``, and perhaps ``gpu``, only)."""
 
     name: str
     env: Mapping[str, str]  # scale -> registered env name
     env_options: Mapping[str, Mapping[str, Any]]  # scale -> options
     config: Mapping[str, Mapping[str, Any]]  # scale -> TrainConfig fields
-    scales: tuple[str, ...] = SCALES
+    scales: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        if not self.scales:
+            object.__setattr__(self, "scales", tuple(s for s in SCALES if s in self.config))
+        unknown = set(self.scales) - set(SCALES)
+        if unknown:
+            raise ValueError(f"{self.name}: unknown scales {sorted(unknown)}; the scales are {SCALES}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,6 +128,12 @@ class Entry:
     notes: str = ""
     analysis: Analysis | None = None
     plot: Callable[[Reproduction, Path], None] | None = None
+
+    @property
+    def scales(self) -> tuple[str, ...]:
+        """The scales the entry runs at (those it has a seed count for), in
+        :data:`SCALES` order."""
+        return tuple(s for s in SCALES if s in self.seeds)
 
     def conditions_at(self, scale: str) -> tuple[Condition, ...]:
         return tuple(c for c in self.conditions if scale in c.scales)
@@ -294,6 +314,8 @@ def reproduce(entry: Entry, scale: str = "small", seeds: int | None = None, *, b
 
     if scale not in SCALES:
         raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
+    if scale not in entry.scales:
+        raise ValueError(f"{entry.name} has no {scale!r} scale; its scales are {entry.scales}")
     seeds = entry.seeds[scale] if seeds is None else seeds
     if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 2:
         raise ValueError(f"seeds must be an int >= 2 (the verdict compares intervals over seeds), got {seeds!r}")
