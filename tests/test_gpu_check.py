@@ -36,6 +36,7 @@ def tiny_report(tmp_path_factory):
     return proc, report, (out / gpu_check.MARKDOWN_FILE).read_text(), out
 
 
+@pytest.mark.slow
 def test_the_tiny_check_runs_every_part(tiny_report):
     proc, report, text, out = tiny_report
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -53,6 +54,7 @@ def test_the_tiny_check_runs_every_part(tiny_report):
     assert all((f"===== {name} (deadline" in log) == (part["status"] != "skipped") for name, part in parts.items())
 
 
+@pytest.mark.slow
 def test_the_tiny_check_measures_what_the_rows_say(tiny_report):
     _, report, _, _ = tiny_report
     parts = report["parts"]

@@ -19,6 +19,7 @@ def cleanup_small(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_a_small_run_writes_the_figure_table_and_verdict(cleanup_small):
     store.verify(cleanup_small, "reproduction")
     result = json.loads((cleanup_small / "reproduction.json").read_text())
@@ -45,6 +46,7 @@ def test_a_small_run_writes_the_figure_table_and_verdict(cleanup_small):
     assert "verdict:" in (cleanup_small / "summary.txt").read_text()
 
 
+@pytest.mark.slow
 def test_a_second_run_into_the_folder_is_refused(cleanup_small, capsys):
     with pytest.raises(SystemExit):
         cli.main(["reproduce", "cleanup-reward", "--out", str(cleanup_small)])

@@ -2,11 +2,13 @@
 within their ranges, and a verdict read from each run's change."""
 
 import numpy as np
+import pytest
 from small_runs import check_verdict, reproduction_fixture
 
 commons = reproduction_fixture("commons-metrics")
 
 
+@pytest.mark.slow
 def test_the_metrics_are_in_range_and_the_verdict_reads_their_change(commons):
     rep, out = commons
     check_verdict(rep)

@@ -1,11 +1,13 @@
 """gathering-scarcity at small scale: beam counts within what the rules allow, and a
 verdict that follows from them."""
 
+import pytest
 from small_runs import check_verdict, quoted, reproduction_fixture
 
 gathering = reproduction_fixture("gathering-scarcity", optimise=False)  # compilation dominates
 
 
+@pytest.mark.slow
 def test_beams_apples_and_peace_are_within_the_rules_and_judged(gathering):
     rep, _ = gathering
     check_verdict(rep)

@@ -2,11 +2,13 @@
 Commons Harvest, and a verdict that follows from them."""
 
 import numpy as np
+import pytest
 from small_runs import check_verdict, quoted, reproduction_fixture
 
 harvest = reproduction_fixture("harvest-reward", optimise=False)  # compilation dominates
 
 
+@pytest.mark.slow
 def test_small_scale_runs_the_open_map_and_judges_it(harvest):
     rep, out = harvest
     check_verdict(rep)

@@ -4,11 +4,13 @@
 import json
 
 import numpy as np
+import pytest
 from small_runs import check_verdict, quoted, reproduction_fixture
 
 inequity = reproduction_fixture("inequity-aversion")
 
 
+@pytest.mark.slow
 def test_each_condition_is_its_grid_point_and_the_verdict_follows(inequity):
     rep, out = inequity
     check_verdict(rep)

@@ -2,11 +2,13 @@
 populations, consistent with their own summary rows, and a verdict read from them."""
 
 import numpy as np
+import pytest
 from small_runs import check_verdict, reproduction_fixture
 
 schelling = reproduction_fixture("schelling", optimise=False)  # compilation dominates
 
 
+@pytest.mark.slow
 def test_the_diagrams_and_their_summary_agree_and_are_judged(schelling):
     rep, out = schelling
     check_verdict(rep)

@@ -6,6 +6,7 @@ game's payoff table."""
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from small_runs import check_verdict, reproduction_fixture
 
 import socialjax as sj
@@ -50,6 +51,7 @@ def test_cooperation_read_off_the_rewards_is_what_the_players_did():
     assert cooperation_from_rewards(-1.0, 2.0) == (1.0, 0.0)  # a sucker's payoff against a temptation
 
 
+@pytest.mark.slow
 def test_the_pool_is_played_and_judged(weis):
     rep, out = weis
     check_verdict(rep)

@@ -126,6 +126,7 @@ def runs(tmp_path_factory):
     return {name: (load(tmp / f"{name}.npz"), err) for name, (_, err) in zip(names, texts)}
 
 
+@pytest.mark.slow
 def test_two_processes_give_the_bits_of_one_process_with_as_many_devices(runs):
     """Every process of the pair returns the full result (the 4 runs of the other process
     gathered, the NaN-halted lr 1e30 runs among them), and its metrics and trained
