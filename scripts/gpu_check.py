@@ -32,9 +32,10 @@ holds what the parts printed. The parts, in the order they run:
   in other chunks.
 - ``profile``: one update of ``train-shared-cnn`` under ``jax.profiler``: device time by
   kernel and by phase (the ``rollout`` and ``learn`` name scopes), and the host's share.
-- ``learning``: Clean Up, one shared network, common vs individual reward, up to 2e7
-  env steps each in alternating segments (it takes the time the other parts leave):
-  the collective return over the last 10% of the updates done.
+- ``reproduce-cleanup-reward`` (and, not by default, ``reproduce-NAME`` for each other
+  entry of ``socialjax reproduce`` with a ``gpu`` scale): the entry at its ``gpu`` scale
+  (sized to run in at most 6 minutes on one H100-class GPU): its verdict, table rows and
+  time; its figure, table and summary under ``OUT/reproduce-NAME/``.
 - ``tests`` (when time is left, or as a second call): the test files that compile the
   env, network and training programs, on this backend, with counts and the failures.
 
@@ -89,6 +90,12 @@ class Part:
     default: bool = True  # run when --parts is not given
 
 
+# the entries of ``socialjax reproduce`` with a ``gpu`` scale (the gridworlds; a test checks the
+# list against the entries, which this process does not import)
+GPU_ENTRIES = ("cleanup-reward", "harvest-reward", "inequity-aversion", "schelling", "commons-metrics",
+               "gathering-scarcity")
+REPRODUCE_FILES = ("figure.png", "table.csv", "summary.txt", "reproduction.json")
+
 PARTS = (
     # deadlines from the first H100 run (2026-11-26, BENCHMARKS.md): compiling there includes
     # autotuning, and the envs, bf16, peer-env, sweep and profile parts ran out at the old ones
@@ -102,7 +109,9 @@ PARTS = (
     Part("sweep", 90),
     Part("determinism", 60),
     Part("profile", 60),
-    Part("learning", 540),
+    Part("reproduce-cleanup-reward", 480),
+    *(Part(f"reproduce-{name}", 480, default=False)
+      for name in GPU_ENTRIES if name != "cleanup-reward"),
     Part("tests", 600, tiny_deadline_s=120, default=False),
 )
 PART_NAMES = tuple(p.name for p in PARTS)
@@ -123,11 +132,6 @@ TRAIN_VARIANTS = {
 TIMED_CALLS = 2  # after one untimed call
 # (c) the sweep
 SWEEP = dict(preset="harvest-ippo-small", seeds=1024, updates=4)
-# (d) learning: the issue that asked for this part quoted an H100 run of 1.5e7 env steps with a
-# collective return of about 610 (common reward) vs 0 (individual); this check's first H100 run
-# (2026-11-26, commit b247fc1) measured 0 vs 0 after 1.4e7 (REPRODUCTIONS.md)
-LEARNING_STEPS = 20_000_000
-LEARNING_SEGMENT = 8  # updates per compiled call; the conditions alternate segment by segment
 # (e) the tests that compile environment, network and training programs
 TEST_PATHS = ("tests/core", "tests/envs", "tests/agents", "tests/train")
 # the determinism part: a small CNN run (harvest-ippo-small's network), computed whole and in chunks
@@ -140,7 +144,9 @@ TINY_CLEANUP = dict(num_envs=2, rollout_len=8, num_minibatches=2, hidden=16, cha
 TINY_SWEEP = dict(preset="ipd-tft", seeds=4, updates=1, flags=("--set", "evaluate=False"))
 TINY_DETERMINISM = dict(preset="ipd-tft", seeds=4, updates=1, chunks=(2,))
 TINY_TESTS = ("tests/core/test_spaces.py",)
-TINY_LEARNING_UPDATES, TINY_LEARNING_SEGMENT = 4, 2
+# at toy sizes a reproduce part runs the same code on the cheapest entry's pipeline check
+# (a gridworld's small run takes a minute or more on a 2-core CPU)
+TINY_REPRODUCE = dict(entry="punishment", scale="small", seeds=2)
 
 
 # ------------------------------------------------------------------------------ workers
@@ -323,44 +329,27 @@ def summarise_trace(trace: dict) -> dict:
             "top_kernels": [{"name": n, "calls": len(d), "total_s": sum(d)} for n, d in top]}
 
 
-def worker_learning(row, tiny: bool, **_):
-    import jax
-    import numpy as np
+def worker_reproduce(row, tiny: bool, part: str, out: str, **_):
+    from socialjax.reproduce import get_entry, reproduce
 
-    from socialjax.train import make_train, run_keys
-
+    name, scale, seeds = part.removeprefix("reproduce-"), "gpu", None
     if tiny:
-        updates, segment = TINY_LEARNING_UPDATES, TINY_LEARNING_SEGMENT
-    else:
-        per_update = 256 * 1000
-        segment = LEARNING_SEGMENT
-        updates = -(-LEARNING_STEPS // (per_update * segment)) * segment  # whole segments, >= 2e7 steps
-    runs = {}
-    for reward in ("common", "individual"):
-        env, config = cleanup_config(dict(seating="shared", reward=reward), tiny, num_updates=updates)
-        train = make_train(env, config)
-        step = jax.jit(lambda s, start, train=train: train.updates(s, start, length=segment))
-        state = jax.jit(train.init)(run_keys([0])[0])
-        t0 = time.perf_counter()
-        program = step.lower(state, np.int32(0)).compile()
-        row({"reward": reward, "stage": "compiled", "compile_s": time.perf_counter() - t0, "num_updates": updates,
-             "segment": segment, "env_steps_per_update": config.num_envs * config.rollout_len})
-        runs[reward] = [program, state]
-    done = 0
-    while done < updates:
-        for reward, run in runs.items():  # alternate, so that both conditions get as far
-            t0 = time.perf_counter()
-            run[1], metrics = run[0](run[1], np.int32(done))
-            returns = np.asarray(metrics["collective_return"], np.float64)
-            row({"reward": reward, "stage": "segment", "first_update": done, "updates_done": done + segment,
-                 "seconds": time.perf_counter() - t0, "collective_return": returns.tolist()})
-        done += segment
+        name, scale, seeds = TINY_REPRODUCE["entry"], TINY_REPRODUCE["scale"], TINY_REPRODUCE["seeds"]
+    folder = Path(tempfile.mkdtemp(prefix="reproduce-")) / name  # the runs' folders stay here
+    rep = reproduce(get_entry(name), scale, seeds, out=folder)
+    keep = Path(out) / part
+    keep.mkdir(parents=True, exist_ok=True)
+    for file in REPRODUCE_FILES:
+        shutil.copy(folder / file, keep / file)
+    row({"entry": name, "scale": scale, "seeds": rep.seeds, "seconds": rep.seconds, "verdict": rep.verdict,
+         "reason": rep.reason, "rows": rep.rows})
 
 
 WORKERS: dict[str, Callable] = {
     "envs": worker_envs, "train-shared-cnn": worker_train, "train-shared-cnn-bf16": worker_train,
     "train-shared-cnn_sj": worker_train, "train-paper-preset": worker_train, "sweep": worker_sweep,
-    "determinism": worker_determinism, "profile": worker_profile, "learning": worker_learning,
+    "determinism": worker_determinism, "profile": worker_profile,
+    **{f"reproduce-{name}": worker_reproduce for name in GPU_ENTRIES},
 }
 
 
@@ -623,20 +612,16 @@ def _table_profile(rows):
     return out
 
 
-def _table_learning(rows):
-    out = ["", "| reward | updates done | env steps | collective return, last 10% of updates | compile s |",
-           "|---|---:|---:|---:|---:|"]
-    for reward in ("common", "individual"):
-        setup = [r for r in rows if r.get("reward") == reward and r["stage"] == "compiled"]
-        curve = [x for r in rows if r.get("reward") == reward and r["stage"] == "segment"
-                 for x in r["collective_return"]]
-        if not setup:
-            continue
-        k = max(1, len(curve) // 10)
-        tail = [x for x in curve[-k:] if math.isfinite(x)]
-        value = statistics.mean(tail) if tail else float("nan")
-        out.append(f"| {reward} | {len(curve)} | {len(curve) * setup[0]['env_steps_per_update']:,} | {value:.1f} | "
-                   f"{setup[0]['compile_s']:.1f} |")
+def _table_reproduce(rows):
+    out = []
+    for r in rows:
+        out += ["", f"{r['entry']} at {r['scale']} scale, {r['seeds']} seeds, {r['seconds']:.0f} s: "
+                    f"**{r['verdict']}**: {r['reason']}", "",
+                "| condition | measure | published | ours [95% CI] |", "|---|---|---:|---:|"]
+        for t in r["rows"]:
+            published = "-" if t["published"] is None else f"{t['published']:.3g}"
+            out.append(f"| {t['condition']} | {t['measure']} | {published} | "
+                       f"{t['ours']:.3g} [{t['ours_ci_low']:.3g}, {t['ours_ci_high']:.3g}] |")
     return out
 
 
@@ -657,7 +642,8 @@ def _table_generic(rows):
 TABLES = {"envs": _table_envs, "train-shared-cnn": _table_train, "train-shared-cnn-bf16": _table_train,
           "train-shared-cnn_sj": _table_train, "train-paper-preset": _table_train, "peer-env": _table_peer,
           "peer-train": _table_peer, "sweep": _table_sweep, "determinism": _table_determinism,
-          "profile": _table_profile, "learning": _table_learning, "tests": _table_tests}
+          "profile": _table_profile, "tests": _table_tests,
+          **{f"reproduce-{name}": _table_reproduce for name in GPU_ENTRIES}}
 
 
 def parse_args(argv=None) -> argparse.Namespace:

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from support import ON_CPU
 
+from socialjax.reproduce import ENTRIES, VERDICTS
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "scripts"
 sys.path.insert(0, str(SCRIPTS))
@@ -23,7 +25,8 @@ sys.path.insert(0, str(SCRIPTS))
 import gpu_check  # noqa: E402
 import peer_socialjax  # noqa: E402
 
-TINY_PARTS = [p.name for p in gpu_check.PARTS if not p.needs_peer]  # every part, the tests part too
+# every part but the peer's and the entries' other than the default one (each its pipeline check), the tests part too
+TINY_PARTS = [p.name for p in gpu_check.PARTS if not p.needs_peer and (p.default or p.name == "tests")]
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +59,7 @@ def test_the_tiny_check_runs_every_part(tiny_report):
 
 @pytest.mark.slow
 def test_the_tiny_check_measures_what_the_rows_say(tiny_report):
-    _, report, _, _ = tiny_report
+    _, report, _, out = tiny_report
     parts = report["parts"]
     envs = parts["envs"]["rows"]
     assert [(r["env"], r["batch"]) for r in envs] == [(n, b) for b in gpu_check.TINY_BATCH_SIZES
@@ -86,11 +89,10 @@ def test_the_tiny_check_measures_what_the_rows_say(tiny_report):
     assert all(0 <= r["max_abs_diff"] < 1e-2 for r in chunks)
     (profile,) = parts["profile"]["rows"]
     assert profile["wall_s"] > 0 and profile["device_busy_s"] <= profile["wall_s"]
-    learning = parts["learning"]["rows"]
-    for reward in ("common", "individual"):
-        segments = [r for r in learning if r["reward"] == reward and r["stage"] == "segment"]
-        assert [r["updates_done"] for r in segments] == [2, 4]
-        assert all(len(r["collective_return"]) == gpu_check.TINY_LEARNING_SEGMENT for r in segments)
+    (rep,) = parts["reproduce-cleanup-reward"]["rows"]
+    assert (rep["entry"], rep["scale"], rep["seeds"]) == tuple(gpu_check.TINY_REPRODUCE.values())
+    assert rep["verdict"] in VERDICTS and len(rep["rows"]) == len(ENTRIES[rep["entry"]].keys("small"))
+    assert sorted(p.name for p in (out / "reproduce-cleanup-reward").iterdir()) == sorted(gpu_check.REPRODUCE_FILES)
     (tests,) = parts["tests"]["rows"]
     assert tests["complete"] and tests["counts"].get("passed", 0) > 0 and tests["failures"] == []
 
@@ -212,3 +214,7 @@ def test_the_stand_ins_do_what_the_timed_code_needs_and_refuse_the_rest():
         _stand_in("safetensors.flax").save_file({}, "x")
     with pytest.raises(NotImplementedError, match="stand-in"):
         _stand_in("gymnax.wrappers.purerl").LogWrapper(None)
+
+
+def test_the_entries_with_a_gpu_scale_each_have_a_part():
+    assert set(gpu_check.GPU_ENTRIES) == {name for name, e in ENTRIES.items() if "gpu" in e.scales}
