@@ -92,7 +92,9 @@ reciprocal, stingy start +0.496 [0.372, 0.63] / +0.521 [0.405, 0.644] (resources
 239 / 15.7 -> 240, giving 0.050 -> 0.182 / 0.042 -> 0.181). With costly punishment the
 judged population's giving stays at 0.05 and its last generation ends lower than without
 (log10 1.08 vs 1.64 / 1.08 vs 1.65): the published punishment effect is not reproduced.
-In this space reciprocity is also retaliation: an agent whose opening gift drifts below 0
+At the paper scale (256 runs) the judged population grows by log10 0.506 [0.415, 0.599]
+(released) and 0.639 [0.522, 0.754] (alternating) and ends lower with punishment (1.05 vs
+1.65, 1.44 vs 1.79). In this space reciprocity is also retaliation: an agent whose opening gift drifts below 0
 punishes strangers, its trace turns negative, reciprocators punish it back and their own
 traces turn negative in turn; with punishment the mean reciprocity falls from 1.0 to
 0.68 over the 10 generations (64 runs, seeds 0..63) and a third of the evolved agents
