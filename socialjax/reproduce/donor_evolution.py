@@ -97,7 +97,7 @@ At the paper scale (256 runs) the judged population grows by log10 0.506 [0.415,
 1.65, 1.44 vs 1.79). In this space reciprocity is also retaliation: an agent whose opening gift drifts below 0
 punishes strangers, its trace turns negative, reciprocators punish it back and their own
 traces turn negative in turn; with punishment the mean reciprocity falls from 1.0 to
-0.68 over the 10 generations (64 runs, seeds 0..63) and a third of the evolved agents
+0.68 over the 10 generations (64 runs) and a third of the evolved agents
 punish strangers, where without punishment reciprocity rises (to about 1.3).
 """
 
