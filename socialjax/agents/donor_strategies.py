@@ -1,6 +1,8 @@
 """Parametric donor-game strategies: the donated fraction depends on the recipient's trace.
 
-A strategy is a ``(D + 2,)`` float32 vector ``theta = [bias, w_1 .. w_D, w_unknown]``
+Two strategy spaces (``SPACES``), the option ``strategy_space`` of the cultural evolution.
+
+``"linear"``: a strategy is a ``(D + 2,)`` float32 vector ``theta = [bias, w_1 .. w_D, w_unknown]``
 for trace depth ``D``. Facing a recipient whose trace is ``tau`` with known-mask ``k``,
 the donor gives the fraction
 
@@ -10,6 +12,21 @@ with ``low = -1`` when punishment is allowed (negative = punish) and ``0`` other
 ``w_1`` weighs what the recipient gave last time (reciprocity towards a generous
 recipient), ``w_2`` what that turn's recipient had given (were they rewarding a
 deserving partner?), and ``w_unknown`` shifts the gift to a recipient with no history.
+Since traces are fractions given (>= 0 without punishment), ``bias``, ``w_1`` and
+``w_unknown`` are all knobs of how much a strategy gives to everyone.
+
+``"reciprocal"``: a strategy is a ``(2,)`` float32 vector ``theta = [opening,
+reciprocity]``; the donor gives
+
+    f = clip(reciprocity * tau_1, low, 1)   if the recipient's last gift is known,
+    f = clip(opening, low, 1)               to a recipient with no history,
+
+that is, ``reciprocity`` times what the recipient gave in its last donor turn (1: the
+same fraction, as a trace tit-for-tat; 2: twice as much) and nothing to a recipient who
+gave nothing: every gift beyond the opening one is conditional on the recipient's own
+generosity, which the linear space cannot enforce (its ``bias`` gives to free riders
+too). With punishment, a recipient who punished (``tau_1 < 0``) is punished back.
+
 These play the role the language-model agents play in Vallinder & Hughes (2024), so that
 cultural evolution can run with no language model at all. All functions are pure and
 work under ``jit``/``vmap``.
@@ -22,10 +39,22 @@ import jax.numpy as jnp
 
 from socialjax.envs.donor.env import OBS_TRACE
 
+SPACES = ("linear", "reciprocal")
+# ours: the reciprocal space's initial reciprocity is uniform in [0, RECIPROCITY_MAX], from
+# ignoring the recipient's last gift to returning twice its fraction
+RECIPROCITY_MAX = 2.0
 
-def num_params(trace_depth: int) -> int:
-    """Length of a strategy vector for ``trace_depth``."""
-    return trace_depth + 2
+
+def check_space(space: str) -> str:
+    """``space`` if it is one of ``SPACES``, else a ``ValueError``."""
+    if space not in SPACES:
+        raise ValueError(f"strategy_space must be one of {SPACES}, got {space!r}")
+    return space
+
+
+def num_params(trace_depth: int, space: str = "linear") -> int:
+    """Length of a strategy vector of ``space`` for ``trace_depth``."""
+    return trace_depth + 2 if check_space(space) == "linear" else 2
 
 
 def fixed_fraction(fraction: float, trace_depth: int) -> jax.Array:
@@ -47,17 +76,33 @@ def donation_fraction(theta: jax.Array, obs: jax.Array, trace_depth: int, punish
     return jnp.clip(raw, -1.0 if punishment else 0.0, 1.0)
 
 
-def act(thetas: jax.Array, obs: jax.Array, trace_depth: int, punishment: bool = False) -> jax.Array:
-    """Continuous actions for all agents: ``thetas (N, D+2)``, ``obs (N, obs_size)`` ->
-    ``(N,) float32``. (Non-donors' actions are ignored by the environment.)"""
-    return jax.vmap(donation_fraction, in_axes=(0, 0, None, None))(thetas, obs, trace_depth, punishment)
+def reciprocal_fraction(theta: jax.Array, obs: jax.Array, trace_depth: int, punishment: bool = False) -> jax.Array:
+    """The signed fraction a ``"reciprocal"`` strategy ``[opening, reciprocity]`` gives,
+    for one agent's observation ``(obs_size,)``."""
+    known = obs[OBS_TRACE + trace_depth] > 0
+    raw = jnp.where(known, theta[1] * obs[OBS_TRACE], theta[0])
+    return jnp.clip(raw, -1.0 if punishment else 0.0, 1.0)
 
 
-def random_strategies(key: jax.Array, num: int, trace_depth: int, weight_scale: float = 0.5) -> jax.Array:
-    """An initial population ``(num, D+2)``: ``bias`` uniform in ``[0, 1]``, trace and
-    unknown weights normal with standard deviation ``weight_scale``."""
+def act(thetas: jax.Array, obs: jax.Array, trace_depth: int, punishment: bool = False,
+        space: str = "linear") -> jax.Array:
+    """Continuous actions for all agents: ``thetas (N, num_params)`` of ``space``, ``obs
+    (N, obs_size)`` -> ``(N,) float32``. (Non-donors' actions are ignored by the
+    environment.)"""
+    rule = donation_fraction if check_space(space) == "linear" else reciprocal_fraction
+    return jax.vmap(rule, in_axes=(0, 0, None, None))(thetas, obs, trace_depth, punishment)
+
+
+def random_strategies(key: jax.Array, num: int, trace_depth: int, weight_scale: float = 0.5,
+                      gift_max: float = 1.0, space: str = "linear") -> jax.Array:
+    """An initial population ``(num, num_params)`` of ``space``. Linear: ``bias`` uniform
+    in ``[0, gift_max]``, trace and unknown weights normal with standard deviation
+    ``weight_scale``. Reciprocal: ``opening`` uniform in ``[0, gift_max]``, ``reciprocity``
+    uniform in ``[0, RECIPROCITY_MAX]``."""
     key_bias, key_w = jax.random.split(key)
-    bias = jax.random.uniform(key_bias, (num, 1))
+    bias = gift_max * jax.random.uniform(key_bias, (num, 1))
+    if check_space(space) == "reciprocal":
+        return jnp.concatenate([bias, RECIPROCITY_MAX * jax.random.uniform(key_w, (num, 1))], axis=1)
     weights = weight_scale * jax.random.normal(key_w, (num, trace_depth + 1))
     return jnp.concatenate([bias, weights], axis=1)
 

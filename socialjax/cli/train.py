@@ -60,7 +60,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                        help="override a TrainConfig field, repeatable (a Python literal: --set lr=1e-3; "
                             "a list sweeps: --set lr=[1e-3,3e-3]); for donor-evolution a DonorEvolutionConfig "
                             "field (--set mutation_std=0.2: num_generations, survival_fraction, mutation_std, "
-                            "init_weight_scale)")
+                            "init_weight_scale, strategy_space, init_gift_max)")
     train.add_argument("--env-option", dest="env_options", type=key_value, action="append", default=[],
                        metavar="KEY=VALUE",
                        help="environment option for sj.make, repeatable (--env-option num_agents=2)")

@@ -19,7 +19,15 @@ gains the segments, snapshots, Ctrl-C handling and devices of
 - ``mean_final_resources``: final resources averaged over agents and games, the
   paper's published metric;
 - ``mean_fraction_given``: the mean signed fraction chosen over all donor turns;
-- ``mean_bias``, ``mean_reciprocity``: population means of ``theta[0]`` and ``theta[1]``.
+- ``mean_bias``, ``mean_reciprocity``: population means of ``theta[0]`` and ``theta[1]``
+  (in the ``"reciprocal"`` strategy space: the opening gift and the reciprocity).
+
+``DonorEvolutionConfig.strategy_space`` picks the strategies that evolve
+(:data:`socialjax.agents.donor_strategies.SPACES`): ``"linear"`` (default; a bias and
+weights on the recipient's trace) or ``"reciprocal"`` (an opening gift to a recipient
+with no history and otherwise a multiple of the recipient's last gift);
+``init_gift_max`` bounds the initial population's bias (or opening gift), uniform in
+``[0, init_gift_max]`` (default 1).
 """
 
 from __future__ import annotations
@@ -52,12 +60,20 @@ class DonorEvolutionConfig:
     survival_fraction: float = 0.5  # top 50% by final resources survive
     mutation_std: float = 0.1  # std of the Gaussian mutation of each coefficient
     init_weight_scale: float = 0.5  # std of the initial trace weights
+    # ours: which parametric strategies evolve (socialjax.agents.donor_strategies.SPACES)
+    strategy_space: str = "linear"
+    # ours: the initial bias (linear) or opening gift (reciprocal) is uniform in [0, init_gift_max]
+    init_gift_max: float = 1.0
 
     def __post_init__(self):
+        ds.check_space(self.strategy_space)
         if not isinstance(self.num_generations, int) or self.num_generations < 1:
             raise ValueError(f"num_generations must be an int >= 1, got {self.num_generations!r}")
         if not 0.0 < self.survival_fraction <= 1.0:
             raise ValueError(f"survival_fraction must be in (0, 1], got {self.survival_fraction!r}")
+        if isinstance(self.init_gift_max, bool) or not isinstance(self.init_gift_max, (int, float)) \
+                or not 0 <= self.init_gift_max <= 1:
+            raise ValueError(f"init_gift_max must be a number in [0, 1], got {self.init_gift_max!r}")
         for name in ("mutation_std", "init_weight_scale"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
@@ -82,15 +98,16 @@ def truncation_select(key: jax.Array, thetas: jax.Array, fitness: jax.Array, num
     return jnp.concatenate([thetas[survivors], children], axis=0)
 
 
-def play_generation(env: DonorGame, params: DonorParams, key: jax.Array, thetas: jax.Array):
-    """One episode of ``env`` with every agent playing its strategy.
+def play_generation(env: DonorGame, params: DonorParams, key: jax.Array, thetas: jax.Array,
+                    space: str = "linear"):
+    """One episode of ``env`` with every agent playing its strategy of ``space``.
 
     Returns ``final (G, N)`` resources per game and the mean fraction given by donors."""
     obs, state = env.reset(jax.random.fold_in(key, 0), params)
 
     def body(carry, t):
         obs, state = carry
-        actions = ds.act(thetas, obs, env.trace_depth, env.punishment)
+        actions = ds.act(thetas, obs, env.trace_depth, env.punishment, space)
         obs, state, _, _, info = env.step(jax.random.fold_in(key, t + 1), state, actions, params)
         given = jnp.sum(actions * info["is_donor"]) / jnp.maximum(jnp.sum(info["is_donor"]), 1)
         return (obs, state), (given, info["generation_final_resources"])
@@ -100,7 +117,8 @@ def play_generation(env: DonorGame, params: DonorParams, key: jax.Array, thetas:
 
 
 class EvolutionState(NamedTuple):
-    """One run between generations: ``thetas`` ``(N, D + 2)``, the population's strategies,
+    """One run between generations: ``thetas`` ``(N, P)``, the population's strategies
+    (``P = ds.num_params(D, strategy_space)``),
     and ``key``, the key every generation draws its own from."""
 
     thetas: jax.Array
@@ -115,7 +133,7 @@ class DonorEvolution:
     multiplier (``hparams = {"multiplier": ()}``, the grid ``multipliers``; ``params``
     for the rest, and for the multiplier without ``hparams``).
 
-    ``job(key) -> (final thetas (N, D + 2), metrics)``: one whole run at ``params``; the
+    ``job(key) -> (final thetas (N, P), metrics)``: one whole run at ``params``; the
     same run at its seams: ``state = job.init(key)``, then ``state, m = job.updates(state,
     start, length=K)`` for consecutive segments, ``state.thetas`` at the end."""
 
@@ -145,8 +163,9 @@ class DonorEvolution:
         """The run before its first generation: the random strategies and the key the
         generations draw from."""
         key_init, key_loop = jax.random.split(key)
-        thetas = ds.random_strategies(key_init, self.env.num_agents, self.env.trace_depth,
-                                      self.config.init_weight_scale)
+        c = self.config
+        thetas = ds.random_strategies(key_init, self.env.num_agents, self.env.trace_depth, c.init_weight_scale,
+                                      c.init_gift_max, c.strategy_space)
         return EvolutionState(thetas, key_loop)
 
     def updates(self, state: EvolutionState, start, hparams: dict | None = None, *,
@@ -175,7 +194,7 @@ class DonorEvolution:
     def _generation(self, params: DonorParams, thetas: jax.Array, key: jax.Array):
         """One generation: play, rank by fitness, select. ``(next thetas, metrics)``."""
         key_play, key_select = jax.random.split(key)
-        finals, given = play_generation(self.env, params, key_play, thetas)
+        finals, given = play_generation(self.env, params, key_play, thetas, self.config.strategy_space)
         fitness = jnp.mean(finals, axis=0)
         metrics = {
             "mean_final_resources": jnp.mean(finals),

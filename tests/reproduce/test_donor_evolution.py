@@ -4,8 +4,10 @@ the game allows, the evolved population's resources balancing what it donated an
 punishment destroyed, and a verdict that follows from the runs."""
 
 import numpy as np
-from small_runs import check_verdict, quoted, reproduction_fixture
+import pytest
+from small_runs import check_verdict, optimised, quoted, reproduction_fixture
 
+from socialjax.reproduce.core import interval
 from socialjax.reproduce.donor_evolution import (
     DEFAULT_MULTIPLIER,
     EVOLVED,
@@ -14,14 +16,17 @@ from socialjax.reproduce.donor_evolution import (
     GIVEN,
     GIVEN_SERIES,
     GROWTH,
+    LINEAR_STINGY,
     LOG_LAST,
     MULTIPLIERS,
     PUNISHMENT,
     RESOURCES,
     RESOURCES_SERIES,
     SCHEDULES,
+    evolve_runs,
     row,
 )
+from socialjax.reproduce.donor_evolution import RECIPROCAL_STINGY as JUDGED
 
 INITIAL = 10.0  # resources of every agent at the start of a game
 ROUNDS = 12  # rounds per game (one per agent)
@@ -74,3 +79,22 @@ def test_resources_and_fractions_are_within_the_game_and_the_verdict_follows(don
         assert quoted(rep, (base, LOG_LAST)) in rep.reason
     assert not any(out.glob("*/config.json"))  # no training condition, no run folder
     assert (out / "figure.png").stat().st_size > 0
+
+
+@pytest.mark.slow
+def test_generosity_spreads_in_the_reciprocal_space_and_not_in_the_linear_one():
+    """The cpu scale's direction on a seed set nobody tuned to (base seed 2000, 48 runs,
+    g = 2, the released schedule, no punishment): from the same stingy start (initial gifts
+    of at most 10%), the reciprocal space's giving and resources rise over the 10
+    generations and the linear space's fall (95% intervals of the per-run change exclude
+    0)."""
+    with optimised():
+        runs = {pop: evolve_runs("released", False, 48, multipliers=(DEFAULT_MULTIPLIER,), base_seed=2000,
+                                 population=pop) for pop in (JUDGED, LINEAR_STINGY)}
+    growth, gain = {}, {}
+    for pop, r in runs.items():
+        log = np.log10(np.maximum(r["mean_final_resources"][0], FLOOR))  # (S, G)
+        growth[pop] = interval(log[:, -1] - log[:, 0])
+        gain[pop] = interval(r["mean_fraction_given"][0, :, -1] - r["mean_fraction_given"][0, :, 0])
+    assert growth[JUDGED][1] > 0 and gain[JUDGED][1] > 0, (growth, gain)
+    assert growth[LINEAR_STINGY][2] < 0 and gain[LINEAR_STINGY][2] < 0, (growth, gain)

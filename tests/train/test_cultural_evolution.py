@@ -47,6 +47,54 @@ def test_strategy_fraction_rule():
     assert float(ds.donation_fraction(ds.fixed_fraction(-0.5, 3), obs, 3, punishment=True)) == -0.5
 
 
+def test_reciprocal_strategy_rule():
+    """[opening, reciprocity]: the opening gift to a recipient with no history, otherwise
+    reciprocity times the recipient's last gift: nothing to a free rider, punishment back
+    to a punisher."""
+    theta = jnp.array([0.3, 1.5])
+    obs = np.zeros(11, np.float32)
+    assert float(ds.reciprocal_fraction(theta, obs, 3)) == pytest.approx(0.3)
+    obs[8] = 1.0  # the recipient's last gift is known: it gave 0
+    assert float(ds.reciprocal_fraction(theta, obs, 3)) == 0.0
+    obs[5] = 0.4
+    assert float(ds.reciprocal_fraction(theta, obs, 3)) == pytest.approx(0.6)
+    obs[5] = 0.8
+    assert float(ds.reciprocal_fraction(theta, obs, 3)) == 1.0
+    obs[5] = -0.4  # it punished
+    assert float(ds.reciprocal_fraction(theta, obs, 3)) == 0.0
+    assert float(ds.reciprocal_fraction(theta, obs, 3, punishment=True)) == pytest.approx(-0.6)
+    np.testing.assert_allclose(ds.act(jnp.stack([theta, theta]), jnp.stack([obs, obs]), 3, True, "reciprocal"),
+                               [-0.6, -0.6], rtol=1e-6)
+
+
+def test_initial_populations_of_each_space():
+    key = jax.random.key(3)
+    linear = ds.random_strategies(key, 400, 3, 0.5, gift_max=0.1)
+    assert linear.shape == (400, ds.num_params(3)) == (400, 5)
+    assert float(linear[:, 0].min()) >= 0 and float(linear[:, 0].max()) <= 0.1
+    np.testing.assert_array_equal(ds.random_strategies(key, 400, 3, 0.5), ds.random_strategies(key, 400, 3, 0.5, 1.0))
+    recip = ds.random_strategies(key, 400, 3, 0.5, gift_max=0.1, space="reciprocal")
+    assert recip.shape == (400, ds.num_params(3, "reciprocal")) == (400, 2)
+    assert float(recip[:, 0].min()) >= 0 and float(recip[:, 0].max()) <= 0.1
+    assert float(recip[:, 1].min()) >= 0 and 1.8 < float(recip[:, 1].max()) <= ds.RECIPROCITY_MAX
+    with pytest.raises(ValueError, match="strategy_space must be one of"):
+        DonorEvolutionConfig(strategy_space="neural")
+    for bad in (1.5, -0.1, True, "0.1"):
+        with pytest.raises(ValueError, match="init_gift_max"):
+            DonorEvolutionConfig(init_gift_max=bad)
+
+
+def test_reciprocal_space_evolves():
+    """The job runs the reciprocal space end to end: (N, 2) strategies out, giving within
+    [0, 1]."""
+    env = sj.make("donor_game", num_agents=6)
+    config = DonorEvolutionConfig(num_generations=2, strategy_space="reciprocal", init_gift_max=0.1)
+    thetas, m = jax.jit(jax.vmap(make_donor_evolution(env, config)))(jax.random.split(jax.random.key(2), 3))
+    assert thetas.shape == (3, 6, 2)
+    given = np.asarray(m["mean_fraction_given"])
+    assert given.shape == (3, 2) and ((given >= 0) & (given <= 1)).all()
+
+
 @pytest.fixture(scope="module")
 def small_evolve():
     env = sj.make("donor_game", num_agents=6)
