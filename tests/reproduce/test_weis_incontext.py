@@ -97,9 +97,17 @@ def test_the_conditions_follow_the_published_settings():
         assert (config["lr"], config["gamma"], config["gae_lambda"], config["ent_coef"]) == (1e-3, 0.99, 1.0, 0.01)
         assert (config["hidden"], config["reward_scale"], config["algo"], config["recurrent"]) == (128, 0.02, "a2c",
                                                                                                   True)
-    # 4096 episodes per learner per update in every condition
+    # 4096 episodes per learner per update in every condition; in the pools half against the
+    # other learner and half against a tabular agent (member 2), never against itself
     for name in POOLS:
-        assert paper[name]["num_envs"] * 2 * paper[name]["learner_fraction"] / 2 == 4096
+        games = np.asarray(paper[name]["seats"]).reshape(-1, 2)  # the seats of a few games, repeated
+        repeats = paper[name]["num_envs"] // len(games)
+        assert repeats * len(games) == paper[name]["num_envs"]
+        for learner in (0, 1):
+            mine = games[(games == learner).any(axis=1)]
+            coplayers = mine[mine != learner]
+            assert len(coplayers) == len(mine) and len(mine) * repeats == 4096
+            assert (coplayers == 1 - learner).sum() == (coplayers == 2).sum() == len(mine) // 2
     assert paper[ALONE]["num_envs"] == 4096
     assert np.asarray(PAYOFF_TABLE).tolist() == [[[1, -1], [2, 0]], [[1, 2], [-1, 0]]]
     # the two pools differ only in the learners seeing their co-player
