@@ -98,7 +98,7 @@ class TrainConfig:
     seating: str = "independent"  # independent | shared | grouped | random | fixed
     num_learners: int | None = None  # learners in the population (default from seating)
     groups: tuple[int, ...] | None = None  # grouped: group (= learner) of each seat
-    seats: tuple[int, ...] | None = None  # fixed: member of each seat (learners first, then scripted)
+    seats: tuple[int, ...] | None = None  # fixed: member of each seat (learners first, then scripted); k*N: k games'
     scripted: tuple[str, ...] = ()  # scripted members, after the learners
     learner_fraction: float | None = None  # random seating: share of seats held by learners
     coplayer_id: bool = False  # learners also see their co-players (scripted: described; learners: zeros)

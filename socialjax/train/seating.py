@@ -15,7 +15,10 @@ Modes (``TrainConfig.seating``):
 - ``grouped``: ``groups[i]`` is the learner of seat ``i``; groups must be equal in size.
 - ``fixed``: ``seats[i]`` is the member of seat ``i`` (learners and scripted members),
   e.g. ``seats=(0, 1, 2, 2)`` puts two learners against two copies of scripted member
-  ``2`` (focal learners with a scripted background).
+  ``2`` (focal learners with a scripted background). ``seats`` of length ``k * N`` are
+  the seats of ``k`` games, repeated over the ``num_envs`` games (a multiple of ``k``):
+  in a 2-player game ``seats=(0, 1, 0, 2, 2, 1)`` gives learners 0 and 1 half their games
+  against each other and half against scripted member 2.
 - ``random``: re-seated every update, uniformly at random: each learner gets exactly
   ``M = E * N * learner_fraction / L`` seats, the remaining seats are drawn uniformly
   from the scripted members, and all are shuffled over the ``E * N`` seats (a member
@@ -135,7 +138,11 @@ def make_plan(config: TrainConfig, num_seats: int) -> SeatPlan:
     L = config.num_learners
 
     def fixed(assign_row: np.ndarray, L: int) -> SeatPlan:
-        assign = np.tile(np.asarray(assign_row, np.int64), (E, 1))
+        """``assign_row``: the seats of ``k`` games (``k * N`` members), repeated over the ``E`` games."""
+        games = np.asarray(assign_row, np.int64).reshape(-1, N)
+        if E % len(games):
+            raise ValueError(f"seats give {len(games)} games' seats; num_envs={E} must be a multiple of {len(games)}")
+        assign = np.tile(games, (E // len(games), 1))
         counts = np.bincount(assign.ravel(), minlength=L + S)
         if np.any(counts[:L] == 0):
             missing = np.flatnonzero(counts[:L] == 0).tolist()
@@ -174,8 +181,9 @@ def make_plan(config: TrainConfig, num_seats: int) -> SeatPlan:
         return fixed(g, G)
     if mode == "fixed":
         seats = config.seats
-        if seats is None or len(seats) != N:
-            raise ValueError(f"fixed seating needs seats: a member index for each of the {N} seats, got {seats}")
+        if seats is None or not seats or len(seats) % N:
+            raise ValueError(f"fixed seating needs seats: a member index for each of the {N} seats (or of k games' "
+                             f"k * {N} seats), got {seats}")
         s = np.asarray(seats, np.int64)
         L = L if L is not None else int(s.max()) + 1 - S  # scripted members take the top indices
         if L < 1:

@@ -53,6 +53,27 @@ def test_fixed_seatings_seat_each_member_as_intended(options, seats, counts):
     assert sorted(order.tolist()) == list(range(4 * seats))  # a permutation of the seats
 
 
+def test_fixed_seats_of_several_games_repeat_over_the_batch():
+    """``seats`` of ``k * N`` members are ``k`` games' seats, repeated over the games: the
+    mixed pool of Weis et al. (0 vs 1, 0 vs tabular, tabular vs 1) gives each learner the
+    other learner in half its games and the tabular agent in the other half."""
+    plan = make_plan(TrainConfig(num_envs=6, seating="fixed", seats=(0, 1, 0, 2, 2, 1), num_learners=2,
+                                 scripted=("random_memory_one",)), 2)
+    assign, order = (np.asarray(x) for x in plan.seat(jax.random.key(0)))
+    np.testing.assert_array_equal(assign, [[0, 1], [0, 2], [2, 1]] * 2)
+    assert plan.seats_per_learner == 4
+    np.testing.assert_array_equal(assign.ravel()[order[:8]], [0, 0, 0, 0, 1, 1, 1, 1])
+    for learner in (0, 1):  # co-players over the learner's games: the other learner twice, tabular twice
+        rows = assign[(assign == learner).any(axis=1)]
+        coplayers = rows[rows != learner]
+        np.testing.assert_array_equal(np.sort(coplayers), [1 - learner] * 2 + [2] * 2)
+    with pytest.raises(ValueError, match="multiple of 3"):
+        make_plan(TrainConfig(num_envs=4, seating="fixed", seats=(0, 1, 0, 2, 2, 1), num_learners=2,
+                              scripted=("random_memory_one",)), 2)
+    with pytest.raises(ValueError, match="fixed seating needs seats"):
+        make_plan(TrainConfig(num_envs=4, seating="fixed", seats=(0, 1, 2), scripted=("random",)), 2)
+
+
 def test_independent_seating_puts_learner_i_in_seat_i():
     """Independent learners: learner ``i`` always sits in seat ``i``."""
     assign, _ = make_plan(TrainConfig(num_envs=3), 3).seat(jax.random.key(1))
