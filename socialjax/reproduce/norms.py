@@ -185,10 +185,11 @@ def plot(rep, path) -> None:
     ax.legend(fontsize=7)
     rows = [(norm, "cooperation") for norm in NORM_NAMES] + list(_image_keys())
     stats = np.array([interval(rep.finals[k]) for k in rows])
-    ax_c.bar(np.arange(len(rows)), stats[:, 0], yerr=np.abs(stats[:, 1:].T - stats[:, 0]), color="tab:green")
-    labels = [r.replace("_", " ") + ("" if m == "cooperation" else ":\nruns cooperative") for r, m in rows]
-    ax_c.set_xticks(np.arange(len(rows)), labels, fontsize=6, rotation=20)
-    ax_c.set_ylabel("cooperation rate; share of runs")
+    colours = ["tab:green" if m == "cooperation" else "tab:olive" for _, m in rows]
+    ax_c.bar(np.arange(len(rows)), stats[:, 0], yerr=np.abs(stats[:, 1:].T - stats[:, 0]), color=colours)
+    labels = [r.replace("_", " ").replace("image scoring, ", "evolution, ") for r, _ in rows]
+    ax_c.set_xticks(np.arange(len(rows)), labels, fontsize=7, rotation=25, ha="right")
+    ax_c.set_ylabel("cooperation rate (green); share of runs\nthat stay cooperative (olive)", fontsize=8)
     ax_c.set_ylim(0, 1)
     for a in (ax, ax_c):
         a.grid(alpha=0.3, axis="y")
