@@ -40,6 +40,19 @@ Scales. Small: a 4 x 4 lattice (16 agents), Dr = 0.3, the shared policy at eps_s
 0.05 and 0.6, 2 games x 25 steps x 80 updates (4,000 steps per run): the collapse alone
 (grouped policies on 16 agents, 4 groups of 4, defected at both explorations in a trial,
 so the small scale cannot test them).
+CPU: an 8 x 8 lattice (64 agents), Dr = 0.3, the shared policy at eps_start 0.05 and 0.6,
+2 games x 25 steps x 160 updates (8,000 steps per run), 16 seeds (a run ends near all-C
+or all-D, so the rate over seeds is in effect the share of runs that keep cooperating,
+and 16 seeds separate it). Grouped policies do not alleviate the collapse at this size
+(trials, 8 seeds from 0, cooperation over the last 20%): on 8 x 8 with 4 groups of 16,
+grouped 0.031 at eps 0.05 and 0.011 at 0.6, against shared 0.74 and 0.133; on 10 x 10
+with 2 groups of 50, grouped 0.43 (3 of 8 runs cooperative) and 0.013 (none), against
+shared 0.72 (6 of 8) and 0.133 (1 of 8). Our reading: with one network in every seat a
+step towards C moves the neighbours too (each plays a copy of itself), while a grouped
+learner's neighbours are mostly other learners' seats (a neighbour shares its group with
+probability (g - 1) / (n - 1)), so it faces the plain prisoner's dilemma, where D
+dominates; the paper's 10 groups of 90 on 900 agents learn over 100,000 steps, which the
+CPU cannot run. So the cpu scale tests the collapse alone.
 Paper: the paper's lattice (30 x 30), 100,000 steps in one game per run, its DQN sizes
 (hidden 96, lr 1e-4, batch 256, a gradient step per 4 env steps, 5-step returns, target
 copied every 2,000 steps, 90,000 transitions of replay for the shared policy), Dr 0.1 to
@@ -65,28 +78,31 @@ from socialjax.reproduce.core import (
 )
 from socialjax.viz.plots import pyplot
 
-# ours: the small scale runs the shared policy alone (each seating is one more compilation, and
-# on 16 agents a group of 4 sees too little data: in a trial, grouped learners defected at
-# both explorations, 0.022 and 0.011)
-SEATINGS = {"small": ("shared",), "paper": ("shared", "grouped", "independent")}
-EXPLORATION = {"small": (0.05, 0.6), "paper": (0.05, 0.2, 0.4, 0.6, 0.8)}  # eps_start, ours
+# ours: the small and cpu scales run the shared policy alone (each seating is one more
+# compilation, and grouped learners defected at both explorations in trials: on 16 agents, 4
+# groups of 4, 0.022 and 0.011; on 64 and 100 agents see the module docstring)
+SEATINGS = {"small": ("shared",), "cpu": ("shared",), "paper": ("shared", "grouped", "independent")}
+EXPLORATION = {"small": (0.05, 0.6), "cpu": (0.05, 0.6), "paper": (0.05, 0.2, 0.4, 0.6, 0.8)}  # eps_start, ours
 # Weng & Lee 2026 sweep Dr over [0.1, 0.4] (their code, 0.10 to 0.40 in steps of 0.01)
-DILEMMA = {"small": (0.3,), "paper": (0.1, 0.2, 0.3, 0.4)}
-SIZE = {"small": 4, "paper": 30}  # Weng & Lee 2026: a 30 x 30 lattice
-GROUPS = {"small": 4, "paper": 10}  # Weng & Lee 2026 (grouped DQN code): 10 groups of 90 at random
-EPISODE = {"small": 25, "paper": 1000}  # ours: the paper plays one continuous game
+DILEMMA = {"small": (0.3,), "cpu": (0.3,), "paper": (0.1, 0.2, 0.3, 0.4)}
+SIZE = {"small": 4, "cpu": 8, "paper": 30}  # Weng & Lee 2026: a 30 x 30 lattice
+GROUPS = {"small": 4, "cpu": 4, "paper": 10}  # Weng & Lee 2026 (grouped DQN code): 10 groups of 90 at random
+EPISODE = {"small": 25, "cpu": 25, "paper": 1000}  # ours: the paper plays one continuous game
 INITIAL_DEFECT = 0.5  # Weng & Lee 2026 (code): the first actions are drawn uniformly at random
 EXPLORATION_END, EXPLORATION_DECAY = 0.02, 0.8  # ours: anneal over 80%, measure the last 20%
 
 DQN = dict(algo="dqn", evaluate=False, eps_end=EXPLORATION_END, eps_decay=EXPLORATION_DECAY)
 SMALL = dict(DQN, hidden=32, lr=3e-3, num_envs=2, rollout_len=EPISODE["small"], num_updates=80, dqn_batch=128,
              dqn_updates=4, buffer_rollouts=4, n_step=3, target_update_every=10)  # ours: a CPU-sized learner
+CPU = dict(SMALL, num_updates=160)  # ours
 # Weng & Lee 2026 (shared DQN code): hidden 96, lr 1e-4 (AdamW; ours is Adam), gamma 0.99, batch 256,
 # a replay step every 4 env steps (25 per 100-step rollout), 5-step double-DQN returns, gradient norm
 # clipped at 0.5, target copied every 2,000 steps (20 rollouts), replay of 90,000 transitions (one
 # rollout of 100 steps x 900 seats), 100,000 steps
 PAPER = dict(DQN, hidden=96, lr=1e-4, gamma=0.99, num_envs=1, rollout_len=100, num_updates=1000, dqn_batch=256,
              dqn_updates=25, buffer_rollouts=1, n_step=5, max_grad_norm=0.5, target_update_every=20)
+
+LEARNERS = {"small": SMALL, "cpu": CPU, "paper": PAPER}
 
 MEASURE = "cooperations"
 RATE = "cooperation"
@@ -118,17 +134,16 @@ def _seating(seating: str, scale: str) -> dict:
 def _conditions() -> tuple[Condition, ...]:
     conds = []
     for seating in SEATINGS["paper"]:
-        for eps in sorted(set(EXPLORATION["paper"]) | set(EXPLORATION["small"])):
+        for eps in sorted(set().union(*EXPLORATION.values())):
             for dr in DILEMMA["paper"]:
-                scales = tuple(s for s in ("small", "paper") if seating in SEATINGS[s]
+                scales = tuple(s for s in LEARNERS if seating in SEATINGS[s]
                                and eps in EXPLORATION[s] and dr in DILEMMA[s])
                 if not scales:
                     continue
                 options = {s: dict(size=SIZE[s], episode_length=EPISODE[s], dilemma_strength=dr,
-                                   initial_defect_prob=INITIAL_DEFECT) for s in ("small", "paper")}
-                config = {s: dict(SMALL if s == "small" else PAPER, eps_start=eps, **_seating(seating, s))
-                          for s in ("small", "paper")}
-                conds.append(Condition(name(seating, eps, dr), {"small": "lattice_pd", "paper": "lattice_pd"},
+                                   initial_defect_prob=INITIAL_DEFECT) for s in LEARNERS}
+                config = {s: dict(LEARNERS[s], eps_start=eps, **_seating(seating, s)) for s in LEARNERS}
+                conds.append(Condition(name(seating, eps, dr), {s: "lattice_pd" for s in LEARNERS},
                                        options, config, scales))
     return tuple(conds)
 
@@ -230,14 +245,17 @@ LATTICE_COLLAPSE = Entry(
                     "exploration than at the highest; at the highest exploration, grouped (and, at paper scale, "
                     "independent) policies cooperate more than the shared one. Reproduced when all are separated "
                     "(95% intervals over seeds), not reproduced when none is even ordered, partly otherwise"),
-    seeds={"small": 8, "paper": 5},
+    seeds={"small": 8, "cpu": 16, "paper": 5},
     notes=("Exploration is epsilon-greedy annealed over 80% of training (the paper anneals a Boltzmann temperature "
            "over 95% and evaluates at 0.1); the small lattice (4 x 4), its DQN sizes, the episodes and the groups "
            "(one random draw for all runs) are ours. No published number was read: the paper's findings are "
            "qualitative references. Grouped and independent learners run at paper scale only (each seating is "
            "one more compilation, and on 16 agents a group of 4, or a lone learner, sees too little data: grouped "
-           "learners defected at both explorations in a small trial). Paper scale has not been run (it needs a "
-           "GPU); 5 seeds there (the paper's grouped sweep used 5)."),
-    analysis=Analysis(keys={s: _keys(s) for s in ("small", "paper")}, compute=_rates),
+           "learners defected at both explorations in a small trial). The cpu scale (8 x 8, 8,000 steps, 16 "
+           "seeds) tests the collapse alone too: grouped learners did not alleviate it at this size (8 x 8, "
+           "4 groups of 16: 0.031 at eps 0.05 and 0.011 at 0.6 against shared 0.74 and 0.133; 10 x 10, 2 groups "
+           "of 50: 0.43 and 0.013 against 0.72 and 0.133; 8 seeds each). Paper scale has not been run (it needs "
+           "a GPU); 5 seeds there (the paper's grouped sweep used 5)."),
+    analysis=Analysis(keys={s: _keys(s) for s in LEARNERS}, compute=_rates),
     plot=plot,
 )
