@@ -65,7 +65,7 @@ import numpy as np
 from socialjax import make
 from socialjax.core.spaces import Discrete
 from socialjax.core.wrappers import Wrapper
-from socialjax.envs.institutions.public_goods import OBS_PERIOD, design_params, obs_slices
+from socialjax.envs.institutions.public_goods import OBS_PERIOD, OBS_PUNISH_STAGE, design_params, obs_slices
 from socialjax.reproduce.core import (
     Analysis,
     Entry,
@@ -78,7 +78,6 @@ from socialjax.reproduce.core import (
     sign_verdict,
     stream_key,
 )
-from socialjax.rollout import infos, scan_steps
 from socialjax.train import TrainConfig, as_run, make_train, play, run
 from socialjax.viz.plots import pyplot
 
@@ -93,7 +92,7 @@ BIAS = 0.9  # a conditional cooperator aims at this fraction of the others' last
 ADJUST = 0.5  # share of the gap to the aim closed each period
 RESPONSE = 0.5  # tokens of extra contribution per token of payoff lost to punishment
 RATE = 1.0 / 3.0  # points per token of shortfall from the group mean (or a learner's standard)
-SESSIONS = {"small": 16, "paper": 64}  # sessions per seed
+SESSIONS = {"small": 16, "cpu": 64, "paper": 64}  # sessions per seed
 
 MATCHINGS = ("partner", "stranger")
 # (design, matching) of the scripted rows: the 2000 design under both matchings, the 2002
@@ -126,13 +125,33 @@ def tenth_key(k: int) -> str:
 
 
 # ------------------------------------------------------------------------ scripted rules
-def scripted_contribution(env, obs: jax.Array, types: jax.Array, first: jax.Array, params) -> jax.Array:
+def learnt_standard(env, obs: jax.Array, standard: jax.Array) -> jax.Array:
+    """``(N,)`` the contribution each scripted member keeps to because its group punished
+    it, updated from its observation ``(N, obs_size)`` at a contribution step. Under
+    partner matching the group stays together for the whole session (Fehr & Gaechter
+    2000, the partner treatment), so a member punished last period meets its punishers
+    again: it learns their standard, its group's mean contribution of that period (the
+    conditional cooperators punish shortfalls from it), and keeps to it in every later
+    period (a later punishment replaces it). Under stranger matching the next group is
+    new (its standard unknown; Fehr & Gaechter 2002 ruled out meeting anyone twice):
+    nothing is kept (0). ``standard`` ``(N,)``: what was kept so far. Pure."""
+    if env.matching != "partner":
+        return jnp.zeros_like(standard)
+    where = obs_slices(env.group_size)
+    punished = obs[:, where["received"]].sum(axis=1) > 0
+    learns = punished & (obs[:, OBS_PUNISH_STAGE] == 0)  # once per period, at the contribution step
+    return jnp.where(learns, obs[:, where["last"]].astype(jnp.float32).mean(axis=1), standard)
+
+
+def scripted_contribution(env, obs: jax.Array, types: jax.Array, first: jax.Array, params,
+                          standard: jax.Array) -> jax.Array:
     """``(N,) int32`` contributions of scripted members from their observations ``(N,
     obs_size)`` of the public goods game: ``first`` ``(N,)`` in period 0; later, with own
     last contribution ``g``, the others' last mean ``m`` and the payoff ``L`` lost to the
-    points received last period, ``g + ADJUST * (aim - g) + RESPONSE * L`` rounded and
-    clipped to ``0..e``, the aim ``BIAS * m`` for a conditional cooperator and 0 for a free
-    rider. Pure."""
+    points received last period, ``g + ADJUST * (aim - g) + RESPONSE * L``, at least the
+    learnt ``standard`` ``(N,)`` (:func:`learnt_standard`), rounded and clipped to
+    ``0..e``, the aim ``BIAS * m`` for a conditional cooperator and 0 for a free rider.
+    Pure."""
     where = obs_slices(env.group_size)
     last = obs[:, where["last"]].astype(jnp.float32)
     received = obs[:, where["received"]].sum(axis=1).astype(jnp.float32)
@@ -140,7 +159,7 @@ def scripted_contribution(env, obs: jax.Array, types: jax.Array, first: jax.Arra
     first_stage = env.endowment - own + params.mpcr * last.sum(axis=1)  # last period's, before punishment
     lost = first_stage * jnp.minimum(params.max_cut, params.cut_per_point * received) + params.fine_per_point * received
     aim = jnp.where(types == CONDITIONAL, BIAS * others, 0.0)
-    g = own + ADJUST * (aim - own) + RESPONSE * lost
+    g = jnp.maximum(own + ADJUST * (aim - own) + RESPONSE * lost, standard)
     g = jnp.where(obs[:, OBS_PERIOD] == 0, first, g)
     return jnp.clip(jnp.round(g), 0, env.endowment).astype(jnp.int32)
 
@@ -162,11 +181,12 @@ def scripted_points(env, obs: jax.Array, types: jax.Array) -> jax.Array:
     return jnp.where((types == CONDITIONAL)[:, None], points, 0)
 
 
-def scripted_actions(env, obs, types, first, params, punish) -> jax.Array:
+def scripted_actions(env, obs, types, first, params, punish, standard) -> jax.Array:
     """``(N, n) int32`` actions of the punishment game (``env.punishment``): the
     contribution, then the points (zero unless ``punish``, a traced bool)."""
     points = jnp.where(punish, scripted_points(env, obs, types), 0)
-    return jnp.concatenate([scripted_contribution(env, obs, types, first, params)[:, None], points], axis=1)
+    contribution = scripted_contribution(env, obs, types, first, params, standard)
+    return jnp.concatenate([contribution[:, None], points], axis=1)
 
 
 def session(env, params, key: jax.Array, punish) -> dict[str, jax.Array]:
@@ -178,10 +198,16 @@ def session(env, params, key: jax.Array, punish) -> dict[str, jax.Array]:
     key_types, key_first, key_reset, key_run = jax.random.split(key, 4)
     types = jax.random.permutation(key_types, jnp.where(jnp.arange(N) < COOPERATORS, CONDITIONAL, FREE_RIDER))
     first = jax.random.randint(key_first, (N,), 0, e + 1).astype(jnp.float32)
-    contributed, payoff, received = scan_steps(
-        env, env.reset(key_reset, params), lambda _, obs, s: scripted_actions(env, obs, types, first, params, punish),
-        keys=jax.random.split(key_run, env.episode_length), params=params, auto_reset=False,
-        record=infos("contributed", "period_payoff", "points_received")).records
+
+    def step(carry, key):
+        obs, state, standard = carry
+        standard = learnt_standard(env, obs, standard)
+        actions = scripted_actions(env, obs, types, first, params, punish, standard)
+        obs, state, _, _, info = env.step(key, state, actions, params, auto_reset=False)
+        return (obs, state, standard), (info["contributed"], info["period_payoff"], info["points_received"])
+
+    start = env.reset(key_reset, params) + (jnp.zeros(N, jnp.float32),)
+    _, (contributed, payoff, received) = jax.lax.scan(step, start, jax.random.split(key_run, env.episode_length))
 
     def per_period(x):  # (T, N) -> (P,) mean over members of each period's total
         return x.reshape(env.num_periods, env.steps_per_period, N).sum(axis=1).mean(axis=1)
@@ -288,8 +314,11 @@ class StandardPunishment(Wrapper):
 
 
 # ours: independent PPO learners, one network each, an update every batch of whole episodes
-LEARNERS = dict(seating="independent", num_envs=32, num_updates=400, hidden=64, update_epochs=4,
-                num_minibatches=4, lr=3e-3, gamma=0.95, ent_coef=0.01, evaluate=False)
+PPO_SETTINGS = dict(seating="independent", hidden=64, update_epochs=4, num_minibatches=4, lr=3e-3, gamma=0.95,
+                ent_coef=0.01, evaluate=False)
+# ours, per scale: updates x games per update. cpu: the fall without punishment and the
+# level with it separate by then (measured: docs/reproduce.md)
+LEARNER_SIZES = {"cpu": dict(num_updates=100, num_envs=16), "paper": dict(num_updates=400, num_envs=32)}
 PLAYBACK_EPISODES = 16  # episodes of each trained population played to measure its periods
 TENTHS = 10  # the learners' contribution over training, in tenths of the updates
 
@@ -302,8 +331,8 @@ def learner_env(matching: str, punish: bool):
     return StandardPunishment(env) if punish else env
 
 
-def learner_config(env):
-    return TrainConfig().replace(rollout_len=env.episode_length, **LEARNERS)
+def learner_config(env, scale: str = "paper"):
+    return TrainConfig().replace(rollout_len=env.episode_length, **PPO_SETTINGS, **LEARNER_SIZES[scale])
 
 
 def trained_periods(train, learners, key: jax.Array) -> np.ndarray:
@@ -319,14 +348,14 @@ def trained_periods(train, learners, key: jax.Array) -> np.ndarray:
     return steps[:, :, 0, :].mean(axis=(0, 2)) / base.endowment  # the contribution step of each period
 
 
-def learner_values(seeds: int, base_seed: int = 0) -> dict[tuple[str, str], np.ndarray]:
+def learner_values(seeds: int, base_seed: int = 0, scale: str = "paper") -> dict[tuple[str, str], np.ndarray]:
     """Each learner row: the contribution over the first and the last fifth of training
     (``start``, ``end``), the points assigned per member and period at the end, and the
     trained population's contribution per period, ``(S,)`` each."""
     out = {}
     for c, (matching, punish) in enumerate((m, p) for m in MATCHINGS for p in (False, True)):
         env, row = learner_env(matching, punish), learner_row(matching, punish)
-        config = learner_config(env)
+        config = learner_config(env, scale)
         print(f"[punishment] {row}: {config.num_updates} updates x {config.num_envs} games x {config.rollout_len} "
               f"steps, {seeds} seeds", flush=True)
         result = run(env, config, seeds=seeds, base_seed=base_seed, progress=False, label=row)
@@ -357,8 +386,8 @@ def learner_keys() -> tuple[tuple[str, str], ...]:
 # ------------------------------------------------------------------------------ the entry
 def _compute(runs, scale: str, seeds: int, base_seed: int) -> dict[tuple[str, str], np.ndarray]:
     out = scripted_values(scale, seeds, base_seed)
-    if scale == "paper":
-        out.update(learner_values(seeds, base_seed))
+    if scale in LEARNER_SIZES:
+        out.update(learner_values(seeds, base_seed, scale))
     return out
 
 
@@ -477,7 +506,7 @@ PUNISHMENT = Entry(
         "fifth of training; at the end of training it is higher with punishment than without (each matching); "
         "with punishment partner is above stranger. Each comparison over seeds (95% intervals); reproduced when "
         "all are separated, not reproduced when none is even ordered, partly otherwise"),
-    seeds={"small": 4, "paper": 8},
+    seeds={"small": 4, "cpu": 4, "paper": 8},
     notes=("Scripted members follow our rules (conditional cooperators aim at 0.9 of the others' last mean, free "
            "riders at 0, each closing half the gap per period; a punished member adds half the payoff it lost; "
            "conditional cooperators give a point per 3 tokens below the group mean); 24 members per session, two "
@@ -486,6 +515,7 @@ PUNISHMENT = Entry(
            "punishment is a standard they choose (points per 3 tokens of shortfall from it). Our stranger matching "
            "redraws groups at random; F&G 2002 kept any two members from meeting twice. The published per-period "
            "numbers were not read here: every reference is qualitative."),
-    analysis=Analysis(keys={"small": scripted_keys(), "paper": scripted_keys() + learner_keys()}, compute=_compute),
+    analysis=Analysis(keys={"small": scripted_keys(), "cpu": scripted_keys() + learner_keys(),
+                            "paper": scripted_keys() + learner_keys()}, compute=_compute),
     plot=plot,
 )

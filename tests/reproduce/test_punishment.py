@@ -12,13 +12,21 @@ import pytest
 from small_runs import check_verdict, quoted, reproduction_fixture
 
 from socialjax import make
-from socialjax.envs.institutions.public_goods import ENDOWMENT, GROUP_SIZE, MPCR, PublicGoodsState, design_params
+from socialjax.envs.institutions.public_goods import (
+    ENDOWMENT,
+    GROUP_SIZE,
+    MPCR,
+    OBS_PUNISH_STAGE,
+    PublicGoodsState,
+    design_params,
+)
 from socialjax.reproduce.punishment import (
     ARMS,
     CONDITIONAL,
     FREE_RIDER,
     PERIODS,
     StandardPunishment,
+    learnt_standard,
     period_key,
     row_name,
     scripted_contribution,
@@ -68,13 +76,26 @@ def test_scripted_rules_by_hand():
     obs[2, 8:11] = [1, 1, 0]
     types = jnp.asarray([CONDITIONAL, FREE_RIDER, CONDITIONAL, FREE_RIDER])
     params = design_params("2002")
-    contribution = jax.jit(lambda obs, first: scripted_contribution(env, obs, types, first, params))
-    g = np.asarray(contribution(jnp.asarray(obs), jnp.zeros(4)))
+    contribution = jax.jit(lambda obs, first, standard: scripted_contribution(env, obs, types, first, params,
+                                                                             standard))
+    g = np.asarray(contribution(jnp.asarray(obs), jnp.zeros(4), jnp.zeros(4)))
     # aim 0.9 * 16 = 14.4 (cooperator) or 0; halfway from 10; member 2 lost 3 * 2 = 6, adds 3
     assert g.tolist() == [12, 5, 15, 5]
+    # a learnt standard is a floor: 13.6 lifts the free rider's 5 and the cooperator's 12 to 14
+    g = np.asarray(contribution(jnp.asarray(obs), jnp.zeros(4), jnp.asarray([13.6, 13.6, 0.0, 0.0])))
+    assert g.tolist() == [14, 14, 15, 5]
+    # what is learnt: under partner matching member 2 (punished last period) keeps to its
+    # group's mean of that period, (10 + 20 + 20 + 8) / 4 = 14.5; the others keep theirs
+    learnt = np.asarray(learnt_standard(env, jnp.asarray(obs), jnp.asarray([0.0, 3.0, 7.0, 0.0])))
+    np.testing.assert_allclose(learnt, [0.0, 3.0, 14.5, 0.0])
+    at_punishment_step = obs.copy()
+    at_punishment_step[:, OBS_PUNISH_STAGE] = 1  # learnt once per period, at the contribution step
+    np.testing.assert_allclose(learnt_standard(env, jnp.asarray(at_punishment_step), jnp.ones(4)), 1.0)
+    stranger = make("public_goods", num_agents=8, punishment=True, matching="stranger")
+    np.testing.assert_array_equal(learnt_standard(stranger, jnp.asarray(obs), jnp.ones(4)), 0.0)  # a new group
     obs[:, 0] = 0
     first = jnp.asarray([3.0, 7.0, 20.0, 0.0])
-    assert np.asarray(contribution(jnp.asarray(obs), first)).tolist() == [3, 7, 20, 0]
+    assert np.asarray(contribution(jnp.asarray(obs), first, jnp.full(4, 20.0))).tolist() == [3, 7, 20, 0]
     # punishment stage: this period 20 (own), 2, 14, 12 -> mean 12; one point per 3 tokens below it
     current = np.zeros_like(obs)
     current[:, 4 + 2 * GROUP_SIZE - 1:] = [20, 2, 14, 12]
