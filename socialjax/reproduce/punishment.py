@@ -22,13 +22,15 @@ than what the others in its group gave last period (the downward bias Fischbache
 Gaechter & Fehr 2001 report); a free rider moves halfway towards zero; a member who was
 punished raises its contribution by half the payoff punishment took from it; in the
 punishment stage every conditional cooperator gives each member below the group's mean
-one point per three tokens of shortfall (all ours except the qualitative shape). Per
+one point per three tokens of shortfall; under partner matching a punished member meets
+its punishers again, learns their standard (its group's mean of that period) and keeps
+to it from then on (:func:`learnt_standard`), under stranger matching it cannot (all
+ours except the qualitative shape and the matching protocols). Per
 period: the mean contribution as a fraction of the endowment, the payoff and the
 points received, over 10 periods for the 2000 design (partner and stranger) and 6 for
-the 2002 design (stranger). (2) Learners, at paper scale only (on the 2-core CPU, 4
-learners training for 60 updates took 21 s, 10 s of it compiling, and every population is
-a compilation of its own: more than the suite can spend): 16 independent PPO learners in
-4 groups, trained with and without the 2002 design's punishment stage under each
+the 2002 design (stranger). (2) Learners, at cpu and paper scale (every population is a
+compilation of its own: more than the fast suite can spend): 16 independent PPO learners
+in 4 groups, trained with and without the 2002 design's punishment stage under each
 matching; in the punishment stage a learner picks a standard (0..20) and every member
 below it receives a point per three tokens of shortfall (:class:`StandardPunishment`:
 the learners need one discrete action, the environment's punishment action is a vector).
@@ -39,7 +41,7 @@ population.
 Criterion. Without punishment the last-period contribution is below the first (each
 run); with punishment the contribution over the last third of the periods is above the
 contribution without, under each matching and design; with punishment partner is above
-stranger (2000 design). With learners (paper scale) the same three: without punishment
+stranger (2000 design). With learners (cpu and paper scale) the same three: without punishment
 the contribution falls from the first to the last fifth of training; at the end of
 training it is higher with punishment than without (each matching), and with punishment
 higher under partner than stranger matching. Each comparison over seeds (95%
@@ -47,11 +49,13 @@ intervals); reproduced when all are separated, not reproduced when none is even
 ordered, partly otherwise.
 
 What differs from the papers. The subjects are scripted rules or learners; the rules
-have no reason to punish strategically, so nothing in them makes partner matching
-special; our stranger matching redraws groups at random (the 2002 design avoided any
-two members meeting twice); the 2002 design's 6 periods are the first 6 of a 10-period
-session (the rules do not read the period); sessions without punishment play the
-punishment game with no points assigned, which is the game without punishment exactly.
+have no reason to punish strategically, and what makes partner matching special for them
+is only the learnt standard of the punished (their contributions under partner matching
+with punishment hold level rather than rise as published); our stranger matching
+redraws groups at random (the 2002 design avoided any two members meeting twice); the
+2002 design's 6 periods are the first 6 of a 10-period session (the rules do not read
+the period); sessions without punishment play the punishment game with no points
+assigned, which is the game without punishment exactly.
 """
 
 from __future__ import annotations
@@ -502,16 +506,18 @@ PUNISHMENT = Entry(
         "scripted populations: without punishment the last period's contribution is below the first's (2000 "
         "partner, 2000 stranger, 2002 stranger); with punishment the mean contribution over the last third of the "
         "periods is above that without (each of the three); with punishment partner is above stranger (2000). "
-        "Paper scale adds the learners: without punishment their contribution falls from the first to the last "
-        "fifth of training; at the end of training it is higher with punishment than without (each matching); "
+        "The cpu and paper scales add the learners: without punishment their contribution falls from the first to "
+        "the last fifth of training; at the end of training it is higher with punishment than without (each matching); "
         "with punishment partner is above stranger. Each comparison over seeds (95% intervals); reproduced when "
         "all are separated, not reproduced when none is even ordered, partly otherwise"),
     seeds={"small": 4, "cpu": 4, "paper": 8},
     notes=("Scripted members follow our rules (conditional cooperators aim at 0.9 of the others' last mean, free "
            "riders at 0, each closing half the gap per period; a punished member adds half the payoff it lost; "
+           "under partner matching a punished member keeps to its group's mean of that period from then on; "
            "conditional cooperators give a point per 3 tokens below the group mean); 24 members per session, two "
-           "thirds conditional cooperators; 16 sessions per seed at small scale, 64 at paper scale. The learners "
-           "(paper scale) are 16 independent PPO learners per game, 400 updates of 32 games, the 2002 costs; their "
+           "thirds conditional cooperators; 16 sessions per seed at small scale, 64 at cpu and paper scale. The "
+           "learners (cpu and paper scale) are 16 independent PPO learners per game, 100 updates of 16 games "
+           "(cpu) or 400 of 32 (paper), the 2002 costs; their "
            "punishment is a standard they choose (points per 3 tokens of shortfall from it). Our stranger matching "
            "redraws groups at random; F&G 2002 kept any two members from meeting twice. The published per-period "
            "numbers were not read here: every reference is qualitative."),
