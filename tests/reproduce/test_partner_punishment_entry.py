@@ -18,9 +18,9 @@ from socialjax.reproduce.partner_punishment import (
     NUM_ROUNDS,
     PARTNER_PUNISHMENT,
     PhaseAction,
-    select_state,
     tabular_values,
 )
+from socialjax.reproduce.partner_punishment_tabular import select_state
 
 partner_punishment = reproduction_fixture("partner-punishment")
 PLAYED = 2 * NUM_AGENTS * NUM_ROUNDS  # per cycle each agent heads one game of NUM_ROUNDS rounds; two players a round

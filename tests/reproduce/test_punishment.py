@@ -23,19 +23,21 @@ from socialjax.envs.institutions.public_goods import (
 from socialjax.reproduce.core import final_values, separated
 from socialjax.reproduce.punishment import (
     ARMS,
-    CONDITIONAL,
-    FREE_RIDER,
     PERIODS,
     PUNISHMENT,
     StandardPunishment,
     learner_config,
     learner_env,
-    learnt_standard,
     period_key,
     row_name,
+    scripted_values,
+)
+from socialjax.reproduce.punishment_rules import (
+    CONDITIONAL,
+    FREE_RIDER,
+    learnt_standard,
     scripted_contribution,
     scripted_points,
-    scripted_values,
 )
 from socialjax.train import run
 
