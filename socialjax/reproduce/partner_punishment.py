@@ -28,7 +28,12 @@ epsilon-greedy, learning rate 0.1, the paper's discount 0.9 per step), the four
 conditions and all seeds in one jitted call: every condition plays the game with
 selection and direct punishment, a mechanism that is off emptied (random picks, no
 punishment) and looked through (:func:`tabular_run`): the game without it for these
-learners, up to their values passing through one more table entry. (Not
+learners, up to their values passing through one more table entry. An episode is several
+cycles (``num_cycles``: a select step and N games each; 2 at small scale, 10 at cpu and
+paper scale), reputation kept across them, so that from the second cycle on a selection
+can read what the others did. With selection each tabular agent also has a selection
+table over who leads in reputation (:func:`select_state`), learnt as the authors'
+selection network is, from its rewards in the rounds of its own game. (Not
 ``socialjax.train``'s learners at small scale: on the 2-core CPU one of its PPO or DQN
 populations took 12-25 s to compile, per condition.) At paper scale also 5 independent
 DQN learners of ``socialjax.train`` (128 hidden units, discount 0.9; 2000 episodes each
@@ -46,17 +51,23 @@ in the baseline (95% intervals over seeds; :func:`ordered_verdict` each, combine
 the tabular learners and (paper scale) the DQN learners.
 
 What differs from the paper. Our learners are one tabular Q-learner (or one DQN) per
-agent over the whole episode, not three per-stage DQNs with their own learning rates,
-buffers and epsilon schedules; the environment resets reputation every episode (the
-authors keep it across episodes), and partner selection happens at the first step of an
-episode, when every reputation is still 0: selection can only learn which agent (by
-identity) to pick, not read reputations. Reputation is observed during play (the
-partner's) by the DQN learners, not by the tabular ones.
+agent for play and punishment, not per-stage DQNs with their own learning rates, buffers
+and epsilon schedules; the tabular selection is a table over who leads in reputation (the
+authors' network reads the whole reputation vector), moved at the end of each cycle
+towards the mean reward per round of the agent's own game (a bandit: the authors' network
+stores each round's reward and bootstraps, discount 0.9, on the next reputations).
+Reputation is kept across the cycles of an episode (10 at cpu and paper scale: 100 and
+200 episodes, 1000 and 2000 cycles, the paper's 2000 "episodes" being our cycles) and
+reset between episodes (the authors never reset it). The DQN learners (paper scale) play
+one cycle per episode, so their selection sees reputations of 0. Reputation is observed
+during play (the partner's) by the DQN learners, not by the tabular ones (the authors'
+main play state holds none either).
 """
 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -69,15 +80,6 @@ from socialjax.envs.institutions.partner_punishment import (
     HEAD_PLAY,
     HEAD_PUNISH,
     HEAD_SELECT,
-    OBS_ACTIVE,
-    OBS_OWN_C,
-    OBS_OWN_D,
-    OBS_PARTNER_C,
-    OBS_PARTNER_D,
-    OBS_PLAY,
-    OBS_PUNISH,
-    OBS_TARGET_C,
-    OBS_TARGET_D,
 )
 from socialjax.reproduce.core import (
     FINAL_SHARE,
@@ -90,6 +92,7 @@ from socialjax.reproduce.core import (
     ordered_verdict,
     stream_key,
 )
+from socialjax.reproduce.partner_punishment_tabular import GAMMA, tabular_run
 from socialjax.train import TrainConfig, run
 from socialjax.viz.plots import mean_ci95, pyplot
 
@@ -148,96 +151,21 @@ NUM_AGENTS, NUM_ROUNDS = 5, 10
 QUANTITIES = ("cooperation", "cooperation start", "punishments", "unjust punishments", "played", "cooperated",
               "reward")
 
-# The tabular learners (ours), per scale: parallel games per seed and episodes of each.
-TABULAR = {"small": dict(games=8, episodes=40), "paper": dict(games=16, episodes=2000)}
-LR = 0.1  # ours
-GAMMA = 0.9  # the paper's discount (authors' DQN agents)
-EPS_START, EPS_END, EPS_SHARE = 1.0, 0.02, 0.6  # ours: linear decay over the first 60% of the episodes
-STATE_SIZES = (3, 2, 3, 3, 3)  # phase, acting, own last move, partner's last move, target's move
-NUM_STATES = int(np.prod(STATE_SIZES))
+# The tabular learners (ours), per scale: parallel games per seed, episodes of training,
+# and cycles (select step + N games) per episode, reputation kept across them. Paper: 200
+# episodes of 10 cycles, the authors' 2000 "episodes" (one selection each, reputation kept).
+class TabularSize(NamedTuple):
+    games: int  # parallel games per seed
+    episodes: int  # of training
+    cycles: int  # per episode
 
 
-def make_env(options, wrap: bool = True):
-    env = make("partner_punishment", num_agents=NUM_AGENTS, num_rounds=NUM_ROUNDS, **options)
+TABULAR = {"small": TabularSize(8, 40, 2), "cpu": TabularSize(8, 100, 10), "paper": TabularSize(16, 200, 10)}
+
+
+def make_env(options, wrap: bool = True, cycles: int = 1):
+    env = make("partner_punishment", num_agents=NUM_AGENTS, num_rounds=NUM_ROUNDS, num_cycles=cycles, **options)
     return PhaseAction(env) if wrap else env
-
-
-def state_index(obs: jax.Array) -> jax.Array:
-    """``(..., N) int32`` tabular state of each agent from its observation ``(..., N,
-    obs)``: phase, acting, own last move, partner's last move and target's move (each
-    move 0 none, 1 C, 2 D)."""
-    phase = obs[..., OBS_PLAY] + 2 * obs[..., OBS_PUNISH]  # 0 select, 1 play, 2 punish
-
-    def move(c, d):
-        return obs[..., c] + 2 * obs[..., d]
-
-    parts = (phase, obs[..., OBS_ACTIVE], move(OBS_OWN_C, OBS_OWN_D), move(OBS_PARTNER_C, OBS_PARTNER_D),
-             move(OBS_TARGET_C, OBS_TARGET_D))
-    index = jnp.zeros(obs.shape[:-1], jnp.int32)
-    for part, size in zip(parts, STATE_SIZES):
-        index = index * size + part.astype(jnp.int32)
-    return index
-
-
-def tabular_run(env, key: jax.Array, select: jax.Array, punish: jax.Array, games: int,
-                episodes: int) -> dict[str, jax.Array]:
-    """One population of independent tabular Q-learners trained online over
-    ``episodes`` episodes of ``games`` parallel games of ``env`` (a :class:`PhaseAction`
-    around the game with partner selection and direct punishment), with the mechanisms
-    ``select`` and ``punish`` (traced bools) on or off. A mechanism that is off leaves
-    its steps in the game but empties them: without selection each agent's pick is
-    uniformly random (the environment's draw without selection), without punishment
-    every punish head is "no" (nothing happens, no reward), and the learners look
-    through such a step: no discount is applied across it, so their returns are those
-    of the game without that step (its value, learned too, passes them on). Per
-    episode ``(episodes,)`` totals over the games and
-    agents of ``played``, ``cooperated``, ``punished``, ``unjust_punishments`` and
-    ``reward``, each divided by ``games`` (per game-episode). Pure."""
-    N, A, T = env.num_agents, env.num_actions, env.episode_length
-    key_reset, key_run = jax.random.split(key)
-    obs, state = jax.vmap(env.reset)(jax.random.split(key_reset, games))
-    q = jnp.zeros((N, NUM_STATES, A), jnp.float32)
-    agent = jnp.arange(N)[None, :]
-
-    def emptied(obs):  # (E,) whether this step is one of a mechanism that is off
-        return jnp.where(obs[:, 0, OBS_PUNISH] > 0, ~punish, (obs[:, 0, OBS_PLAY] == 0) & ~select)
-
-    def step(carry, key):
-        q, obs, state, eps = carry
-        key_explore, key_random, key_tie, key_env = jax.random.split(key, 4)
-        s = state_index(obs)  # (E, N)
-        values = q[agent, s] + 1e-6 * jax.random.uniform(key_tie, (games, N, A))  # random tie-break
-        explore = jax.random.uniform(key_explore, (games, N)) < eps
-        uniform = jax.random.randint(key_random, (games, N), 0, A)
-        action = jnp.where(explore, uniform, values.argmax(-1))
-        is_punish = obs[:, :, OBS_PUNISH] > 0
-        # a mechanism that is off: a uniformly random pick at the select step, "no" (0) at a punish step
-        action = jnp.where(emptied(obs)[:, None], jnp.where(is_punish, 0, uniform), action)
-        obs2, state2, reward, done, info = jax.vmap(env.step)(jax.random.split(key_env, games), state, action)
-        # the value of the next step: its best action, or "no" at an emptied punish step
-        following = q[agent, state_index(obs2)]
-        value = jnp.where(emptied(obs2)[:, None], following[..., 0], following.max(-1))
-        discount = jnp.where(emptied(obs2), 1.0, GAMMA)  # look through an emptied step
-        target = reward + jnp.where(done, 0.0, discount)[:, None] * value
-        delta = target - q[agent, s, action]
-        where = (jnp.broadcast_to(agent, s.shape), s, action)
-        total = jnp.zeros_like(q).at[where].add(delta)
-        count = jnp.zeros_like(q).at[where].add(1.0)
-        q = q + LR * total / jnp.maximum(count, 1.0)  # the mean TD error of each (agent, state, action)
-        events = jnp.stack([info["played"].sum(), info["cooperated"].sum(), info["punished"].sum(),
-                            info["unjust_punishments"].sum()]).astype(jnp.float32)
-        return (q, obs2, state2, eps), jnp.concatenate([events, reward.sum()[None]])
-
-    def episode(carry, xs):
-        (q, obs, state), (k, eps) = carry, xs
-        (q, obs, state, _), per_step = jax.lax.scan(step, (q, obs, state, eps), jax.random.split(k, T))
-        return (q, obs, state), per_step.sum(axis=0) / games
-
-    frac = jnp.arange(episodes, dtype=jnp.float32) / episodes
-    eps = jnp.maximum(EPS_END, EPS_START - (EPS_START - EPS_END) * frac / EPS_SHARE)
-    _, totals = jax.lax.scan(episode, (q, obs, state), (jax.random.split(key_run, episodes), eps))
-    names = ("played", "cooperated", "punished", "unjust_punishments", "reward")
-    return {name: totals[:, i] for i, name in enumerate(names)}
 
 
 # Tiny programs: compiling, not running, is most of their cost on a CPU, so they compile
@@ -245,22 +173,20 @@ def tabular_run(env, key: jax.Array, select: jax.Array, punish: jax.Array, games
 QUICK_COMPILE = {"xla_backend_optimization_level": 0, "xla_llvm_disable_expensive_passes": True}
 
 
-def tabular_curves(scale: str, seeds: int, base_seed: int = 0) -> dict[str, np.ndarray]:
+def tabular_curves(size: TabularSize, seeds: int, base_seed: int = 0, quick: bool = False) -> dict[str, np.ndarray]:
     """``{quantity: (C, S, episodes)}`` of the tabular populations of every condition
     (``C`` in :data:`CONDITIONS` order), all in one jitted call vmapped over conditions
-    and seeds."""
-    env = make_env(dict(partner_selection=True, direct_punishment=True, observe_reputation=False))
-    size = TABULAR[scale]
+    and seeds; ``quick`` compiles with :data:`QUICK_COMPILE` (when compiling dominates)."""
+    env = make_env(dict(partner_selection=True, direct_punishment=True, observe_reputation=True),
+                   cycles=size.cycles)
     select = np.repeat([o["partner_selection"] for o in CONDITIONS.values()], seeds)
     punish = np.repeat([o["direct_punishment"] for o in CONDITIONS.values()], seeds)
 
     def runs(keys, select, punish):
-        return jax.vmap(lambda k, a, b: tabular_run(env, k, a, b, size["games"], size["episodes"]))(keys, select,
-                                                                                                      punish)
+        return jax.vmap(lambda k, a, b: tabular_run(env, k, a, b, size.games, size.episodes))(keys, select, punish)
 
     keys = jax.random.split(stream_key(100, base_seed), len(select))
-    options = QUICK_COMPILE if scale == "small" else None  # paper scale: run time dominates
-    out = jax.jit(runs, compiler_options=options)(keys, select, punish)
+    out = jax.jit(runs, compiler_options=QUICK_COMPILE if quick else None)(keys, select, punish)
     return {k: np.asarray(v, np.float64).reshape(len(CONDITIONS), seeds, -1) for k, v in out.items()}
 
 
@@ -280,8 +206,10 @@ def summarise(row: str, played, cooperated, punished, unjust, reward) -> dict[tu
     return out
 
 
-def tabular_values(scale: str, seeds: int, base_seed: int = 0) -> dict[tuple[str, str], np.ndarray]:
-    curves, out = tabular_curves(scale, seeds, base_seed), {}
+def tabular_values(scale: str, seeds: int, base_seed: int = 0, size: TabularSize | None = None
+                   ) -> dict[tuple[str, str], np.ndarray]:
+    """Every tabular row's keys (:func:`summarise`) at ``scale`` (or ``size``)."""
+    curves, out = tabular_curves(size or TABULAR[scale], seeds, base_seed, quick=scale == "small"), {}
     for c, name in enumerate(CONDITIONS):
         out.update(summarise(f"tabular/{name}", *(curves[k][c] for k in ("played", "cooperated", "punished",
                                                                            "unjust_punishments", "reward"))))
@@ -415,16 +343,19 @@ PARTNER_PUNISHMENT = Entry(
         "the tabular learners (both scales) and the DQN learners (paper scale). Each comparison over seeds (95% "
         "intervals); reproduced when all are separated, not reproduced when none is even ordered, partly "
         "otherwise"),
-    seeds={"small": 4, "paper": 20},
+    seeds={"small": 4, "cpu": 8, "paper": 20},
     notes=("5 agents, 10-round PD games (3, 0, 4, 1), the authors' punishment and reputation constants. Learners "
            "act through PhaseAction (Discrete(4): partner a mod 4, C/D and no/yes a mod 2). Tabular learners: one "
-           "Q-table per agent (phase, acting, own / partner / target last move), epsilon 1 -> 0.02 over 60% of "
-           "training, learning rate 0.1, discount 0.9 per step; 8 parallel games x 40 episodes (small) or 16 x "
-           "2000 (paper). DQN learners (paper scale): one network per agent, 128 hidden units, discount 0.9, Adam "
-           "1e-3, 2000 episodes, 20 seeds; also third-party punishment. The environment resets reputation each "
-           "episode and selects at its first step, so selection cannot read reputations (the authors keep them "
-           "across episodes). The published findings are qualitative."),
-    analysis=Analysis(keys={s: _keys(s) for s in ("small", "paper")}, compute=_compute,
-                      series={s: _series(s) for s in ("small", "paper")}),
+           "Q-table per agent for play and punishment (phase, acting, own / partner / target last move), epsilon 1 "
+           "-> 0.02 over 60% of training, learning rate 0.1, discount 0.9 per step; with selection a second table "
+           "over who leads in reputation, moved each cycle towards the mean reward per round of the agent's own "
+           "game (as the authors' selection network learns, but a bandit). An episode is several cycles (a select "
+           "step and 5 games each), reputation kept across them and reset between episodes (the authors never "
+           "reset it): 8 games x 40 episodes of 2 cycles (small), 8 x 100 of 10 (cpu), 16 x 200 of 10 (paper: "
+           "2000 cycles, the paper's 2000 episodes). DQN learners (paper scale): one network per agent, 128 "
+           "hidden units, discount 0.9, Adam 1e-3, 2000 one-cycle episodes (their selection sees reputations of "
+           "0), 20 seeds; also third-party punishment. The published findings are qualitative."),
+    analysis=Analysis(keys={s: _keys(s) for s in ("small", "cpu", "paper")}, compute=_compute,
+                      series={s: _series(s) for s in ("small", "cpu", "paper")}),
     plot=plot,
 )

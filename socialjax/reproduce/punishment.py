@@ -22,13 +22,15 @@ than what the others in its group gave last period (the downward bias Fischbache
 Gaechter & Fehr 2001 report); a free rider moves halfway towards zero; a member who was
 punished raises its contribution by half the payoff punishment took from it; in the
 punishment stage every conditional cooperator gives each member below the group's mean
-one point per three tokens of shortfall (all ours except the qualitative shape). Per
+one point per three tokens of shortfall; under partner matching a punished member meets
+its punishers again, learns their standard (its group's mean of that period) and keeps
+to it from then on (:func:`learnt_standard`), under stranger matching it cannot (all
+ours except the qualitative shape and the matching protocols). Per
 period: the mean contribution as a fraction of the endowment, the payoff and the
 points received, over 10 periods for the 2000 design (partner and stranger) and 6 for
-the 2002 design (stranger). (2) Learners, at paper scale only (on the 2-core CPU, 4
-learners training for 60 updates took 21 s, 10 s of it compiling, and every population is
-a compilation of its own: more than the suite can spend): 16 independent PPO learners in
-4 groups, trained with and without the 2002 design's punishment stage under each
+the 2002 design (stranger). (2) Learners, at cpu and paper scale (every population is a
+compilation of its own: more than the fast suite can spend): 16 independent PPO learners
+in 4 groups, trained with and without the 2002 design's punishment stage under each
 matching; in the punishment stage a learner picks a standard (0..20) and every member
 below it receives a point per three tokens of shortfall (:class:`StandardPunishment`:
 the learners need one discrete action, the environment's punishment action is a vector).
@@ -39,7 +41,7 @@ population.
 Criterion. Without punishment the last-period contribution is below the first (each
 run); with punishment the contribution over the last third of the periods is above the
 contribution without, under each matching and design; with punishment partner is above
-stranger (2000 design). With learners (paper scale) the same three: without punishment
+stranger (2000 design). With learners (cpu and paper scale) the same three: without punishment
 the contribution falls from the first to the last fifth of training; at the end of
 training it is higher with punishment than without (each matching), and with punishment
 higher under partner than stranger matching. Each comparison over seeds (95%
@@ -47,11 +49,13 @@ intervals); reproduced when all are separated, not reproduced when none is even
 ordered, partly otherwise.
 
 What differs from the papers. The subjects are scripted rules or learners; the rules
-have no reason to punish strategically, so nothing in them makes partner matching
-special; our stranger matching redraws groups at random (the 2002 design avoided any
-two members meeting twice); the 2002 design's 6 periods are the first 6 of a 10-period
-session (the rules do not read the period); sessions without punishment play the
-punishment game with no points assigned, which is the game without punishment exactly.
+have no reason to punish strategically, and what makes partner matching special for them
+is only the learnt standard of the punished (their contributions under partner matching
+with punishment hold level rather than rise as published); our stranger matching
+redraws groups at random (the 2002 design avoided any two members meeting twice); the
+2002 design's 6 periods are the first 6 of a 10-period session (the rules do not read
+the period); sessions without punishment play the punishment game with no points
+assigned, which is the game without punishment exactly.
 """
 
 from __future__ import annotations
@@ -65,7 +69,7 @@ import numpy as np
 from socialjax import make
 from socialjax.core.spaces import Discrete
 from socialjax.core.wrappers import Wrapper
-from socialjax.envs.institutions.public_goods import OBS_PERIOD, design_params, obs_slices
+from socialjax.envs.institutions.public_goods import design_params
 from socialjax.reproduce.core import (
     Analysis,
     Entry,
@@ -78,22 +82,13 @@ from socialjax.reproduce.core import (
     sign_verdict,
     stream_key,
 )
-from socialjax.rollout import infos, scan_steps
+from socialjax.reproduce.punishment_rules import SESSION, session, shortfall_points
 from socialjax.train import TrainConfig, as_run, make_train, play, run
 from socialjax.viz.plots import pyplot
 
 # Fehr & Gaechter 2000: 10 periods per treatment; Fehr & Gaechter 2002: 6.
 PERIODS = {"2000": 10, "2002": 6}
-# ours: a session of 24 members (6 groups of 4), two thirds conditional cooperators
-SESSION = 24
-COOPERATORS = 16
-CONDITIONAL, FREE_RIDER = 0, 1
-# the scripted rules (ours; the downward bias after Fischbacher, Gaechter & Fehr 2001)
-BIAS = 0.9  # a conditional cooperator aims at this fraction of the others' last mean
-ADJUST = 0.5  # share of the gap to the aim closed each period
-RESPONSE = 0.5  # tokens of extra contribution per token of payoff lost to punishment
-RATE = 1.0 / 3.0  # points per token of shortfall from the group mean (or a learner's standard)
-SESSIONS = {"small": 16, "paper": 64}  # sessions per seed
+SESSIONS = {"small": 16, "cpu": 64, "paper": 64}  # sessions per seed
 
 MATCHINGS = ("partner", "stranger")
 # (design, matching) of the scripted rows: the 2000 design under both matchings, the 2002
@@ -126,70 +121,7 @@ def tenth_key(k: int) -> str:
 
 
 # ------------------------------------------------------------------------ scripted rules
-def scripted_contribution(env, obs: jax.Array, types: jax.Array, first: jax.Array, params) -> jax.Array:
-    """``(N,) int32`` contributions of scripted members from their observations ``(N,
-    obs_size)`` of the public goods game: ``first`` ``(N,)`` in period 0; later, with own
-    last contribution ``g``, the others' last mean ``m`` and the payoff ``L`` lost to the
-    points received last period, ``g + ADJUST * (aim - g) + RESPONSE * L`` rounded and
-    clipped to ``0..e``, the aim ``BIAS * m`` for a conditional cooperator and 0 for a free
-    rider. Pure."""
-    where = obs_slices(env.group_size)
-    last = obs[:, where["last"]].astype(jnp.float32)
-    received = obs[:, where["received"]].sum(axis=1).astype(jnp.float32)
-    own, others = last[:, 0], last[:, 1:].mean(axis=1)
-    first_stage = env.endowment - own + params.mpcr * last.sum(axis=1)  # last period's, before punishment
-    lost = first_stage * jnp.minimum(params.max_cut, params.cut_per_point * received) + params.fine_per_point * received
-    aim = jnp.where(types == CONDITIONAL, BIAS * others, 0.0)
-    g = own + ADJUST * (aim - own) + RESPONSE * lost
-    g = jnp.where(obs[:, OBS_PERIOD] == 0, first, g)
-    return jnp.clip(jnp.round(g), 0, env.endowment).astype(jnp.int32)
-
-
-def shortfall_points(current: jax.Array, standard: jax.Array, max_points: int) -> jax.Array:
-    """``(N, n - 1) int32``: a point per ``1 / RATE`` tokens by which each other member's
-    contribution (``current`` ``(N, n)``, own first) fell short of ``standard`` ``(N,)``,
-    rounded, at most ``max_points``."""
-    short = standard[:, None] - current[:, 1:].astype(jnp.float32)
-    return jnp.clip(jnp.round(RATE * short), 0, max_points).astype(jnp.int32)
-
-
-def scripted_points(env, obs: jax.Array, types: jax.Array) -> jax.Array:
-    """``(N, n - 1) int32`` points at the punishment stage: a conditional cooperator
-    punishes shortfalls from its group's mean contribution this period
-    (:func:`shortfall_points`), a free rider punishes nobody. Pure."""
-    current = obs[:, obs_slices(env.group_size)["current"]]
-    points = shortfall_points(current, current.astype(jnp.float32).mean(axis=1), env.max_points)
-    return jnp.where((types == CONDITIONAL)[:, None], points, 0)
-
-
-def scripted_actions(env, obs, types, first, params, punish) -> jax.Array:
-    """``(N, n) int32`` actions of the punishment game (``env.punishment``): the
-    contribution, then the points (zero unless ``punish``, a traced bool)."""
-    points = jnp.where(punish, scripted_points(env, obs, types), 0)
-    return jnp.concatenate([scripted_contribution(env, obs, types, first, params)[:, None], points], axis=1)
-
-
-def session(env, params, key: jax.Array, punish) -> dict[str, jax.Array]:
-    """One session of scripted members (``COOPERATORS`` conditional cooperators seated at
-    random, first contributions uniform in ``0..e``) in the punishment game ``env``: per
-    period ``(P,)`` the mean contribution as a fraction of the endowment, the mean payoff
-    and the mean points received per member. Pure; ``punish`` may be traced."""
-    N, e = env.num_agents, env.endowment
-    key_types, key_first, key_reset, key_run = jax.random.split(key, 4)
-    types = jax.random.permutation(key_types, jnp.where(jnp.arange(N) < COOPERATORS, CONDITIONAL, FREE_RIDER))
-    first = jax.random.randint(key_first, (N,), 0, e + 1).astype(jnp.float32)
-    contributed, payoff, received = scan_steps(
-        env, env.reset(key_reset, params), lambda _, obs, s: scripted_actions(env, obs, types, first, params, punish),
-        keys=jax.random.split(key_run, env.episode_length), params=params, auto_reset=False,
-        record=infos("contributed", "period_payoff", "points_received")).records
-
-    def per_period(x):  # (T, N) -> (P,) mean over members of each period's total
-        return x.reshape(env.num_periods, env.steps_per_period, N).sum(axis=1).mean(axis=1)
-
-    return {"contribution": per_period(contributed.astype(jnp.float32)) / e, "payoff": per_period(payoff),
-            "points": per_period(received.astype(jnp.float32))}
-
-
+# (the rules themselves: socialjax.reproduce.punishment_rules)
 # The sessions are tiny (a few thousand members x 20 steps): compiling, not running, is
 # their cost, so they compile with XLA's backend optimisations off (what the suite's
 # jax_disable_most_optimizations does; the same functions, less optimised code).
@@ -288,8 +220,11 @@ class StandardPunishment(Wrapper):
 
 
 # ours: independent PPO learners, one network each, an update every batch of whole episodes
-LEARNERS = dict(seating="independent", num_envs=32, num_updates=400, hidden=64, update_epochs=4,
-                num_minibatches=4, lr=3e-3, gamma=0.95, ent_coef=0.01, evaluate=False)
+PPO_SETTINGS = dict(seating="independent", hidden=64, update_epochs=4, num_minibatches=4, lr=3e-3, gamma=0.95,
+                ent_coef=0.01, evaluate=False)
+# ours, per scale: updates x games per update. cpu: the fall without punishment and the
+# level with it separate by then (measured: docs/reproduce.md)
+LEARNER_SIZES = {"cpu": dict(num_updates=100, num_envs=16), "paper": dict(num_updates=400, num_envs=32)}
 PLAYBACK_EPISODES = 16  # episodes of each trained population played to measure its periods
 TENTHS = 10  # the learners' contribution over training, in tenths of the updates
 
@@ -302,8 +237,8 @@ def learner_env(matching: str, punish: bool):
     return StandardPunishment(env) if punish else env
 
 
-def learner_config(env):
-    return TrainConfig().replace(rollout_len=env.episode_length, **LEARNERS)
+def learner_config(env, scale: str = "paper"):
+    return TrainConfig().replace(rollout_len=env.episode_length, **PPO_SETTINGS, **LEARNER_SIZES[scale])
 
 
 def trained_periods(train, learners, key: jax.Array) -> np.ndarray:
@@ -319,14 +254,14 @@ def trained_periods(train, learners, key: jax.Array) -> np.ndarray:
     return steps[:, :, 0, :].mean(axis=(0, 2)) / base.endowment  # the contribution step of each period
 
 
-def learner_values(seeds: int, base_seed: int = 0) -> dict[tuple[str, str], np.ndarray]:
+def learner_values(seeds: int, base_seed: int = 0, scale: str = "paper") -> dict[tuple[str, str], np.ndarray]:
     """Each learner row: the contribution over the first and the last fifth of training
     (``start``, ``end``), the points assigned per member and period at the end, and the
     trained population's contribution per period, ``(S,)`` each."""
     out = {}
     for c, (matching, punish) in enumerate((m, p) for m in MATCHINGS for p in (False, True)):
         env, row = learner_env(matching, punish), learner_row(matching, punish)
-        config = learner_config(env)
+        config = learner_config(env, scale)
         print(f"[punishment] {row}: {config.num_updates} updates x {config.num_envs} games x {config.rollout_len} "
               f"steps, {seeds} seeds", flush=True)
         result = run(env, config, seeds=seeds, base_seed=base_seed, progress=False, label=row)
@@ -357,8 +292,8 @@ def learner_keys() -> tuple[tuple[str, str], ...]:
 # ------------------------------------------------------------------------------ the entry
 def _compute(runs, scale: str, seeds: int, base_seed: int) -> dict[tuple[str, str], np.ndarray]:
     out = scripted_values(scale, seeds, base_seed)
-    if scale == "paper":
-        out.update(learner_values(seeds, base_seed))
+    if scale in LEARNER_SIZES:
+        out.update(learner_values(seeds, base_seed, scale))
     return out
 
 
@@ -473,19 +408,22 @@ PUNISHMENT = Entry(
         "scripted populations: without punishment the last period's contribution is below the first's (2000 "
         "partner, 2000 stranger, 2002 stranger); with punishment the mean contribution over the last third of the "
         "periods is above that without (each of the three); with punishment partner is above stranger (2000). "
-        "Paper scale adds the learners: without punishment their contribution falls from the first to the last "
-        "fifth of training; at the end of training it is higher with punishment than without (each matching); "
+        "The cpu and paper scales add the learners: without punishment their contribution falls from the first to "
+        "the last fifth of training; at the end of training it is higher with punishment than without (each matching); "
         "with punishment partner is above stranger. Each comparison over seeds (95% intervals); reproduced when "
         "all are separated, not reproduced when none is even ordered, partly otherwise"),
-    seeds={"small": 4, "paper": 8},
+    seeds={"small": 4, "cpu": 4, "paper": 8},
     notes=("Scripted members follow our rules (conditional cooperators aim at 0.9 of the others' last mean, free "
            "riders at 0, each closing half the gap per period; a punished member adds half the payoff it lost; "
+           "under partner matching a punished member keeps to its group's mean of that period from then on; "
            "conditional cooperators give a point per 3 tokens below the group mean); 24 members per session, two "
-           "thirds conditional cooperators; 16 sessions per seed at small scale, 64 at paper scale. The learners "
-           "(paper scale) are 16 independent PPO learners per game, 400 updates of 32 games, the 2002 costs; their "
+           "thirds conditional cooperators; 16 sessions per seed at small scale, 64 at cpu and paper scale. The "
+           "learners (cpu and paper scale) are 16 independent PPO learners per game, 100 updates of 16 games "
+           "(cpu) or 400 of 32 (paper), the 2002 costs; their "
            "punishment is a standard they choose (points per 3 tokens of shortfall from it). Our stranger matching "
            "redraws groups at random; F&G 2002 kept any two members from meeting twice. The published per-period "
            "numbers were not read here: every reference is qualitative."),
-    analysis=Analysis(keys={"small": scripted_keys(), "paper": scripted_keys() + learner_keys()}, compute=_compute),
+    analysis=Analysis(keys={"small": scripted_keys(), "cpu": scripted_keys() + learner_keys(),
+                            "paper": scripted_keys() + learner_keys()}, compute=_compute),
     plot=plot,
 )

@@ -249,6 +249,45 @@ def test_selection_respects_picks_and_observes_reputations(selection_env):
     assert seen == {tuple(sorted((i, int(expected[i])))) for i in range(N)}
 
 
+def test_cycles_repeat_selection_and_keep_reputation():
+    """Three cycles of one round per game: each cycle opens with a select step whose
+    picks hold for that cycle; reputation is kept across cycles and reset only with the
+    episode; without selection partners and game order are redrawn each cycle."""
+    env = PartnerPunishment(num_agents=N, num_rounds=1, num_cycles=3)
+    env.default_params
+    step, reset = jax.jit(env.step), jax.jit(env.reset)
+    assert env.cycle_length == 1 + 2 * N and env.episode_length == 3 * env.cycle_length
+    obs, state = reset(jax.random.key(0))
+    key = jax.random.key(1)
+    cooperate = jnp.zeros((N, 3), jnp.int32)  # pick index 0, play C, no punishment
+    for cycle in range(3):
+        assert np.all(obs[:, OBS_SELECT] == 1) and np.all(obs[:, OBS_ACTIVE] == 1)
+        # every round so far was C by both players: +1 each, N one-round games per cycle
+        np.testing.assert_array_equal(obs[:, OBS_REP], np.asarray(state.reputation))
+        assert float(state.reputation.sum()) == 2 * N * cycle
+        picks = np.array([(cycle + i) % (N - 1) for i in range(N)])
+        for t in range(env.cycle_length):
+            key, k = jax.random.split(key)
+            actions = cooperate.at[:, 0].set(jnp.asarray(picks)) if t == 0 else cooperate
+            obs, state, reward, done, info = step(k, state, actions)
+            expected = picks + (picks >= np.arange(N))
+            np.testing.assert_array_equal(info["partner"], expected)
+            assert bool(done) == (cycle == 2 and t == env.cycle_length - 1)
+    assert float(state.reputation.sum()) == 0.0  # a new episode
+    # without selection: partners and order redrawn per cycle (not all equal over 20 cycles)
+    env = PartnerPunishment(num_agents=N, num_rounds=1, num_cycles=20, partner_selection=False)
+    env.default_params
+    obs, state = jax.jit(env.reset)(jax.random.key(3))
+    step = jax.jit(env.step)
+    partners, orders = set(), set()
+    for t in range(env.episode_length - 1):
+        if t % env.cycle_length == 0:
+            partners.add(tuple(np.asarray(state.partner))), orders.add(tuple(np.asarray(state.order)))
+        obs, state, _, done, _ = step(jax.random.fold_in(key, t), state, cooperate)
+        assert not done
+    assert len(partners) > 10 and len(orders) > 10
+
+
 def test_reputation_block_layout(selection_env):
     env, step, reset = selection_env
     obs, state = reset(jax.random.key(0))
@@ -319,6 +358,9 @@ def test_actions_of_wrong_shape_or_dtype_raise(selection_env):
         (dict(num_agents=3, third_party_punishment=True), "num_agents"),
         (dict(num_agents=1), "num_agents"),
         (dict(num_rounds=0), "num_rounds"),
+        (dict(num_cycles=0), "num_cycles"),
+        (dict(num_cycles=2.0), "num_cycles"),
+        (dict(num_cycles=True), "num_cycles"),
         (dict(costly=True, direct_punishment=False), "costly"),
     ],
 )

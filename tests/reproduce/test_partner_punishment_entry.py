@@ -6,14 +6,24 @@ hand."""
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from small_runs import check_verdict, quoted, reproduction_fixture
 
 from socialjax import make
 from socialjax.envs.institutions.partner_punishment import JUST_REWARD, OBS_PLAY, OBS_PUNISH, PUNISH_LOSS, UNJUST_REWARD
-from socialjax.reproduce.partner_punishment import CONDITIONS, NUM_AGENTS, NUM_ROUNDS, PhaseAction
+from socialjax.reproduce.core import interval, separated
+from socialjax.reproduce.partner_punishment import (
+    CONDITIONS,
+    NUM_AGENTS,
+    NUM_ROUNDS,
+    PARTNER_PUNISHMENT,
+    PhaseAction,
+    tabular_values,
+)
+from socialjax.reproduce.partner_punishment_tabular import select_state
 
 partner_punishment = reproduction_fixture("partner-punishment")
-PLAYED = 2 * NUM_AGENTS * NUM_ROUNDS  # each agent heads one game of NUM_ROUNDS rounds; two players a round
+PLAYED = 2 * NUM_AGENTS * NUM_ROUNDS  # per cycle each agent heads one game of NUM_ROUNDS rounds; two players a round
 
 
 def test_rewards_balance_against_the_events_and_the_verdict_follows(partner_punishment):
@@ -49,6 +59,17 @@ def test_rewards_balance_against_the_events_and_the_verdict_follows(partner_puni
     assert not any(out.glob("*/config.json"))  # no training condition, no run folder
 
 
+def test_selection_state_is_who_leads_in_reputation():
+    env = make("partner_punishment", num_agents=NUM_AGENTS, num_rounds=1)
+    obs, state = env.reset(jax.random.key(0))
+    assert np.asarray(select_state(obs)).tolist() == [NUM_AGENTS - 1] * NUM_AGENTS  # all 0: a tie
+    state = state.replace(reputation=jnp.asarray([3.0, -1.0, 5.0, 5.0, 0.0]))
+    # agent 2 sees 3, -1, 5, 0 (leader: agent 3, index 2 among its others); agent 3 sees agent 2 at index 2;
+    # everyone else sees a tie between agents 2 and 3
+    obs = env.get_obs(state, env.default_params)
+    assert np.asarray(select_state(obs)).tolist() == [4, 4, 2, 2, 4]
+
+
 def test_one_action_is_read_per_phase_without_bias():
     for n, size in ((5, 4), (4, 6), (3, 2)):  # lcm(N - 1, 2)
         env = PhaseAction(make("partner_punishment", num_agents=n, num_rounds=1))
@@ -77,3 +98,20 @@ def test_one_action_is_read_per_phase_without_bias():
     assert int(info2["cooperated"].sum()) == 2 and float(reward2.sum()) == 6.0  # both players cooperated
     assert obs2[0, OBS_PUNISH] == 1
     assert int(info3["punished"].sum()) == 2 and int(info3["unjust_punishments"].sum()) == 2
+
+
+@pytest.mark.slow
+def test_punishment_and_selection_raise_cooperation_on_untuned_seeds():
+    """The tabular learners at the cpu size (8 games x 100 episodes of 10 cycles) with 4
+    seeds on base seed 2000 (about 150 s of CPU): at the end of training cooperation with
+    direct punishment above the baseline, the 95% intervals separated; with partner
+    selection and reputation above the baseline in the mean (measured: 0.43 [0.045, 0.82]
+    vs 0.053 [0.029, 0.091]; selection takes off in some seeds only, so 4 seeds do not
+    separate it: the mean is asserted above the baseline's interval)."""
+    finals = tabular_values("cpu", 4, base_seed=2000)
+    verdict, reason = PARTNER_PUNISHMENT.criterion(finals)
+    assert verdict in ("reproduced", "partly"), reason
+    baseline = finals[("tabular/baseline", "cooperation")]
+    assert separated(finals[("tabular/direct punishment", "cooperation")], baseline) == "clear", reason
+    # selection's mean above the baseline's whole 95% interval
+    assert finals[("tabular/selection + reputation", "cooperation")].mean() > interval(baseline)[2], reason

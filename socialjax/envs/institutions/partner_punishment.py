@@ -6,20 +6,23 @@ Rules (the paper; docs/environments.md, "Partner selection, reputation and
 punishment"); where the paper is silent we follow the authors' released code
 (github.com/nayanadasgupta/Understanding_Punishment_In_MAS_With_RL):
 
-- ``N`` agents (static ``num_agents``, 5). An episode is ``N`` games of ``R`` rounds
-  (static ``num_rounds``, 10) of the prisoner's dilemma with (R, S, T, P) = (3, 0, 4,
-  1). Game ``g`` is agent ``g`` (its *selector*) against ``partner[g]``: every agent
-  heads exactly one game per episode and may also be the partner in any number of
+- ``N`` agents (static ``num_agents``, 5). An episode is ``K`` *cycles* (static
+  ``num_cycles``, 1), each of ``N`` games of ``R`` rounds (static ``num_rounds``, 10) of
+  the prisoner's dilemma with (R, S, T, P) = (3, 0, 4, 1). A cycle is one "episode" of
+  the authors' code; several cycles per episode let reputation, kept across cycles,
+  inform the next cycle's selection, as the authors' reputation kept across episodes
+  does. Game ``g`` is agent ``g`` (its *selector*) against ``partner[g]``: every agent
+  heads exactly one game per cycle and may also be the partner in any number of
   others (popular agents play more), as in the authors' code, where each agent plays
   ``num_rounds`` rounds with its pick.
-- Partner selection (static ``partner_selection=True``): the first step of the episode
+- Partner selection (static ``partner_selection=True``): the first step of each cycle
   is the *select* step: every agent picks one of the others (head 0, an index among the
   others in increasing agent order, skipping itself), seeing the public reputations.
-  Picks are fixed for the episode. Without selection there is no select step and each
-  agent's partner is drawn uniformly from the others at reset.
+  Picks are fixed for the cycle. Without selection there is no select step and each
+  agent's partner is drawn uniformly from the others at the start of each cycle.
 - Games are played one after another (game-major, as in the authors' code) in a
-  uniformly random order drawn at reset (``top_k`` of uniforms), so no agent index is
-  always first. Each round of a game is one *play* step (the two players choose C/D,
+  uniformly random order drawn at the start of each cycle (``top_k`` of uniforms), so
+  no agent index is always first. Each round of a game is one *play* step (the two players choose C/D,
   head 1) followed, when any punishment is on, by one *punish* step: each player's
   punisher sees what its target just played and decides (head 2). All other agents'
   actions are ignored at that step (the observation's ``active`` flag says who acts).
@@ -32,9 +35,10 @@ punishment"); where the paper is silent we follow the authors' released code
   ``unjust_reward`` (-10) if it cooperated (unjust); with static ``costly=True`` a just
   punishment also costs the punisher ``punish_cost`` (3) (net -1 with the defaults; only
   just punishments are charged, so an unjust one costs -10 either way).
-- Public reputation (reset to 0 each episode; the authors' code keeps it across
-  episodes): ``+1`` for playing C, ``-1`` for D, ``+2`` for a just punishment, ``-3``
-  for an unjust one (no change for not punishing).
+- Public reputation (reset to 0 each episode, kept across the cycles of an episode;
+  the authors' code keeps it across all its episodes): ``+1`` for playing C, ``-1``
+  for D, ``+2`` for a just punishment, ``-3`` for an unjust one (no change for not
+  punishing).
 - Rewards are paid at the step they accrue: PD payoffs at the play step, punishment
   losses, intrinsic rewards and costs at the punish step.
 
@@ -131,7 +135,8 @@ class PartnerPunishment(Environment):
     and public reputation; see the module docstring for rules, options and shapes.
 
     Static options: ``num_agents`` (5), ``num_rounds`` (10 rounds per game),
-    ``partner_selection`` (True), ``direct_punishment`` (True),
+    ``num_cycles`` (1 cycle of N games per episode), ``partner_selection`` (True),
+    ``direct_punishment`` (True),
     ``third_party_punishment`` (False), ``costly`` (False), ``observe_reputation``
     (True).
     """
@@ -153,6 +158,7 @@ class PartnerPunishment(Environment):
         self,
         num_agents: int = NUM_AGENTS,
         num_rounds: int = NUM_ROUNDS,
+        num_cycles: int = 1,
         partner_selection: bool = True,
         direct_punishment: bool = True,
         third_party_punishment: bool = False,
@@ -163,6 +169,8 @@ class PartnerPunishment(Environment):
             raise ValueError(f"num_agents must be an int >= 2, got {num_agents!r}")
         if not isinstance(num_rounds, int) or isinstance(num_rounds, bool) or num_rounds < 1:
             raise ValueError(f"num_rounds must be an int >= 1, got {num_rounds!r}")
+        if not isinstance(num_cycles, int) or isinstance(num_cycles, bool) or num_cycles < 1:
+            raise ValueError(f"num_cycles must be an int >= 1, got {num_cycles!r}")
         partner_selection = check_bool("partner_selection", partner_selection)
         direct_punishment = check_bool("direct_punishment", direct_punishment)
         third_party_punishment = check_bool("third_party_punishment", third_party_punishment)
@@ -187,18 +195,22 @@ class PartnerPunishment(Environment):
         self.has_punish_step = self.direct_punishment or self.third_party_punishment
         self.steps_per_round = 2 if self.has_punish_step else 1
         self.select_steps = 1 if self.partner_selection else 0
-        self.episode_length = self.select_steps + num_agents * num_rounds * self.steps_per_round
+        self.num_cycles = num_cycles
+        self.cycle_length = self.select_steps + num_agents * num_rounds * self.steps_per_round
+        self.episode_length = num_cycles * self.cycle_length
         self.obs_size = OBS_REP + (num_agents + 1 if self.observe_reputation else 0)
 
     # -- rules ---------------------------------------------------------------
     def schedule(self, step: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
         """``(phase, game, round)`` () int32 at episode ``step`` (``game`` indexes
-        ``state.order``). Steps past the end are clamped to the last step."""
-        k = jnp.clip(step - self.select_steps, 0, self.episode_length - self.select_steps - 1)
+        ``state.order``, within the current cycle). Steps past the end are clamped to the
+        last step."""
+        within = jnp.clip(step, 0, self.episode_length - 1) % self.cycle_length
+        k = jnp.maximum(within - self.select_steps, 0)
         per_game = self.num_rounds * self.steps_per_round
         game, rnd = k // per_game, (k // self.steps_per_round) % self.num_rounds
         sub = k % self.steps_per_round
-        phase = jnp.where(step < self.select_steps, PHASE_SELECT, PHASE_PLAY + sub)
+        phase = jnp.where(within < self.select_steps, PHASE_SELECT, PHASE_PLAY + sub)
         return phase.astype(jnp.int32), game.astype(jnp.int32), rnd.astype(jnp.int32)
 
     def other_index_to_agent(self, choice: jax.Array) -> jax.Array:
@@ -268,14 +280,18 @@ class PartnerPunishment(Environment):
         )
 
     # -- contract ------------------------------------------------------------
+    def random_order(self, key: jax.Array) -> jax.Array:
+        """``(N,) int32``: a uniformly random game order (indices of sorted uniforms)."""
+        n = self.num_agents
+        return jax.lax.top_k(jax.random.uniform(key, (n,)), n)[1].astype(jnp.int32)
+
     def initial_state(self, key, params):
         key_order, key_partner = jax.random.split(key)
         n = self.num_agents
         return PartnerPunishmentState(
             # a placeholder until the select step when partner_selection is on
             partner=self.random_partners(key_partner),
-            # uniformly random game order: indices of the sorted uniform draws
-            order=jax.lax.top_k(jax.random.uniform(key_order, (n,)), n)[1].astype(jnp.int32),
+            order=self.random_order(key_order),
             step=jnp.zeros((), jnp.int32),
             reputation=jnp.zeros(n, jnp.float32),
             last_action=jnp.full(n, NO_ACTION, jnp.int32),
@@ -296,6 +312,7 @@ class PartnerPunishment(Environment):
             partner = jnp.where(is_select, picked, partner)
         a = state.order[game]
         b = partner[a]
+        played_partner = partner
 
         # play step
         act_a, act_b = actions[a, HEAD_PLAY], actions[b, HEAD_PLAY]
@@ -314,9 +331,15 @@ class PartnerPunishment(Environment):
 
         reward = jnp.where(is_play, play_reward, 0.0) + jnp.where(is_punish, out["reward"], 0.0)
         d_rep = jnp.where(is_play, play_rep, 0.0) + jnp.where(is_punish, out["d_rep"], 0.0)
+        order = state.order
+        if self.num_cycles > 1:  # a new cycle: a new game order and new random partners (placeholders with selection)
+            key_order, key_partner = jax.random.split(jax.random.fold_in(key, self.num_cycles))
+            new_cycle = (state.step + 1) % self.cycle_length == 0
+            partner = jnp.where(new_cycle, self.random_partners(key_partner), partner)
+            order = jnp.where(new_cycle, self.random_order(key_order), order)
         new_state = PartnerPunishmentState(
             partner=partner,
-            order=state.order,
+            order=order,
             step=state.step + 1,
             reputation=state.reputation + d_rep,
             last_action=last_action,
@@ -329,7 +352,7 @@ class PartnerPunishment(Environment):
             "terminated": done,
             "truncated": jnp.zeros((), bool),
             "phase": phase,
-            "partner": partner,
+            "partner": played_partner,
             "reputation": new_state.reputation,
             "played": jnp.where(is_play, played, zero),
             "cooperated": jnp.where(is_play, cooperated, zero),
