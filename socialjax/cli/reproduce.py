@@ -66,6 +66,12 @@ def main(args: argparse.Namespace) -> int:
     print(f"\n{entry.name} ({args.scale}, {seed_text(rep)}, {rep.seconds:.0f} s): {rep.verdict.upper()}")
     print(rep.reason)
     print(f"criterion: {entry.criterion_text}\n")
+    print("published:")
+    for ref in entry.references:
+        if ref.condition in {row["condition"] for row in rep.rows}:
+            finding = ref.note if ref.value is None else f"{ref.value:g}" + (f" ({ref.note})" if ref.note else "")
+            print(f"  {ref.condition} / {ref.measure}: {finding} [{ref.source}]")
+    print()
     print(format_table(rep.rows))
     print(f"\nwrote {out}/ ({FIGURE_FILE}, {TABLE_FILE}, summary.txt, one folder per condition)")
     return 0

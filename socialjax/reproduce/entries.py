@@ -14,13 +14,14 @@ from socialjax.reproduce.lattice import LATTICE_COLLAPSE
 from socialjax.reproduce.norms import NORMS
 from socialjax.reproduce.partner_punishment import PARTNER_PUNISHMENT
 from socialjax.reproduce.punishment import PUNISHMENT
+from socialjax.reproduce.punishment_learners import PUNISHMENT_LEARNERS
 from socialjax.reproduce.schelling import SCHELLING
 from socialjax.reproduce.weis import WEIS_INCONTEXT
 
 ENTRIES: dict[str, Entry] = {e.name: e for e in (CLEANUP_REWARD, HARVEST_REWARD, INEQUITY_AVERSION, GATHERING_SCARCITY,
                                                  COMMONS_METRICS, SCHELLING, NORMS, WEIS_INCONTEXT, DONOR_EVOLUTION,
-                                                 PUNISHMENT, COMMONS_INSTITUTIONS, LATTICE_COLLAPSE,
-                                                 PARTNER_PUNISHMENT)}
+                                                 PUNISHMENT, PUNISHMENT_LEARNERS, COMMONS_INSTITUTIONS,
+                                                 LATTICE_COLLAPSE, PARTNER_PUNISHMENT)}
 
 
 def get_entry(name: str) -> Entry:

@@ -70,7 +70,8 @@ def test_inequity_aversion_needs_both_games_for_reproduced(cleanup_gap, harvest_
 def test_every_entry_is_complete_and_its_configs_are_valid():
     assert set(ENTRIES) == {"cleanup-reward", "harvest-reward", "inequity-aversion", "gathering-scarcity",
                             "commons-metrics", "schelling", "norms", "weis-incontext", "donor-evolution",
-                            "punishment", "commons-institutions", "lattice-collapse", "partner-punishment"}
+                            "punishment", "punishment-learners", "commons-institutions", "lattice-collapse",
+                            "partner-punishment"}
     for entry in ENTRIES.values():
         keys = set(entry.keys("paper"))
         assert set(entry.keys("small")) <= keys and (entry.conditions_at("small") or entry.analysis), entry.name

@@ -1,7 +1,7 @@
 """punishment at small scale: scripted conditional cooperators and free riders in the
 public goods game with and without peer punishment, the payoffs balancing against the
-contributions and points, and a verdict that follows from them; the scripted rules and
-the learners' discrete punishment action checked by hand."""
+contributions and points, and a verdict that follows from them; the scripted rules
+checked by hand."""
 
 import math
 
@@ -17,17 +17,12 @@ from socialjax.envs.institutions.public_goods import (
     GROUP_SIZE,
     MPCR,
     OBS_PUNISH_STAGE,
-    PublicGoodsState,
     design_params,
 )
-from socialjax.reproduce.core import final_values, separated
 from socialjax.reproduce.punishment import (
     ARMS,
     PERIODS,
     PUNISHMENT,
-    StandardPunishment,
-    learner_config,
-    learner_env,
     period_key,
     row_name,
     scripted_values,
@@ -39,7 +34,6 @@ from socialjax.reproduce.punishment_rules import (
     scripted_contribution,
     scripted_points,
 )
-from socialjax.train import run
 
 punishment = reproduction_fixture("punishment")
 # a member's payoff per period without punishment: e - g + mpcr * (group total); averaged over
@@ -51,7 +45,6 @@ def test_contributions_and_payoffs_balance_and_the_verdict_follows(punishment):
     rep, out = punishment
     check_verdict(rep)
     f = rep.finals
-    assert not any(row.startswith("learners") for row, _ in f)  # the learners run at paper scale only
     for design, matching in ARMS:
         P = PERIODS[design]
         for punish in (False, True):
@@ -111,26 +104,6 @@ def test_scripted_rules_by_hand():
     assert points[0].tolist() == [3, 0, 0] and points[1].tolist() == [0, 0, 0]  # free riders never punish
 
 
-def test_learners_pick_a_standard_and_members_below_it_are_punished():
-    env = StandardPunishment(make("public_goods", num_agents=4, punishment=True))
-    assert env.action_space().n == ENDOWMENT + 1
-    state = PublicGoodsState(order=jnp.arange(4, dtype=jnp.int32), period=jnp.zeros((), jnp.int32),
-                             stage=jnp.zeros((), jnp.int32), contrib=jnp.zeros(4, jnp.int32),
-                             last_contrib=jnp.zeros((4, 4), jnp.int32), last_received=jnp.zeros((4, 3), jnp.int32))
-    game_actions = jax.jit(env.game_actions)
-    contribute = np.asarray(game_actions(state, jnp.asarray([0, 5, 20, 9])))
-    assert contribute.tolist() == [[0, 0, 0, 0], [5, 0, 0, 0], [20, 0, 0, 0], [9, 0, 0, 0]]
-    state = state.replace(stage=jnp.ones((), jnp.int32), contrib=jnp.asarray([0, 5, 20, 9], jnp.int32))
-    points = np.asarray(game_actions(state, jnp.asarray([0, 20, 6, 14])))[:, 1:]
-    # member 1 (standard 20) sees 20, 9, 0 after it: shortfalls 0, 11, 20 -> 0, 4, 7 points
-    assert points[1].tolist() == [0, 4, 7]
-    assert points[0].tolist() == [0, 0, 0]  # standard 0: nobody is punished
-    assert points[2].tolist() == [0, 2, 0]  # standard 6 sees 9, 0, 5: only the 0 falls short (by 6)
-    assert points[3].tolist() == [5, 3, 0]  # standard 14 sees 0, 5, 20
-    with pytest.raises(ValueError, match="with punishment"):
-        StandardPunishment(make("public_goods", num_agents=4))
-
-
 # ---------------------------------------------------------------------- slow: the science
 @pytest.mark.slow
 def test_scripted_directions_on_untuned_seeds():
@@ -140,23 +113,3 @@ def test_scripted_directions_on_untuned_seeds():
     finals = scripted_values("small", 4, base_seed=2000)
     verdict, reason = PUNISHMENT.criterion(finals)
     assert verdict == "reproduced", reason
-
-
-@pytest.mark.slow
-def test_learners_free_ride_without_punishment_and_not_with_it():
-    """Independent PPO learners, partner matching, 40 updates of 8 games, 4 seeds on base
-    seed 3000 (about a minute of CPU): without punishment the contribution falls from the
-    first to the last fifth of training; at the end it is higher with punishment than
-    without, the 95% intervals separated."""
-    ends = {}
-    for punish in (False, True):
-        env = learner_env("partner", punish)
-        config = learner_config(env, "cpu").replace(num_updates=40, num_envs=8)
-        result = run(env, config, seeds=4, base_seed=3000, progress=False)
-        base = env.unwrapped if punish else env
-        per = base.num_agents * base.num_periods * base.endowment
-        contribution = np.asarray(result.metrics["events/contributed"], np.float64)[0] / per  # (S, U)
-        start, ends[punish] = final_values(contribution, "start"), final_values(contribution, "end")
-        if not punish:
-            assert (ends[punish] < start).all()
-    assert separated(ends[True], ends[False]) == "clear", (ends[True], ends[False])
