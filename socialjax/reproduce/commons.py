@@ -121,7 +121,10 @@ COMMONS_METRICS = Entry(
                     "partly otherwise. The mature phase (exclusion restoring sustainability) is not tested"),
     notes="Perolat et al.'s own map, number of players and learners were not read here; the map is Hughes et "
           "al.'s Harvest (5 players) with the paper's regrowth rule, and the learners are our independent IPPO "
-          "(paper scale at SocialJax's batch, 1e8 env steps). The figure shows all four metrics over training.",
+          "(paper scale at SocialJax's batch, 1e8 env steps). The figure shows all four metrics over training. "
+          "At cpu scale (20,000 env steps per seed) the learners are in the naive phase: efficiency rises, mostly "
+          "as they stop firing the fined beam, while the stock lasts the 250-step episode and sustainability "
+          "barely moves.",
     seeds={"small": 2, "cpu": 4, "gpu": 3, "paper": 3},
     plot=plot,
 )

@@ -157,7 +157,9 @@ _HARVEST = _reward_entry(
     "map is two more compilations, and the open map is the comparison SocialJax's text leads with. "
     "Small and cpu scale: the open map with 3 players and 250-step episodes, independent learners (our small "
     "CNN); gpu scale: the open map at SocialJax's batch and configuration, 28 updates (7.2e6 env steps per "
-    "run, 7% of the paper's 1e8).",
+    "run, 7% of the paper's 1e8). At cpu scale (30,000 env steps per seed) the populations are in the naive "
+    "phase: the individual-reward learners learn to eat faster than the common-reward ones (whose signal is the "
+    "sum of three players' apples) and the stock is not yet depleted, so individual stays above common.",
 )
 HARVEST_REWARD = dataclasses.replace(
     _HARVEST, seeds=HARVEST_SEEDS,
