@@ -123,7 +123,7 @@ COMMONS_METRICS = Entry(
           "al.'s Harvest (5 players) with the paper's regrowth rule, and the learners are our independent IPPO "
           "(paper scale at SocialJax's batch, 1e8 env steps). The figure shows all four metrics over training. "
           "At cpu scale (20,000 env steps per seed) the learners are in the naive phase: efficiency rises, mostly "
-          "as they stop firing the fined beam, while the stock lasts the 250-step episode and sustainability "
+          "as they stop firing the fined beam, while the stock lasts most of the 250-step episode and sustainability "
           "barely moves.",
     seeds={"small": 2, "cpu": 4, "gpu": 3, "paper": 3},
     plot=plot,
