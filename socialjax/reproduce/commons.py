@@ -124,7 +124,7 @@ COMMONS_METRICS = Entry(
           "(paper scale at SocialJax's batch, 1e8 env steps). The figure shows all four metrics over training. "
           "At cpu scale (20,000 env steps per seed) the learners are in the naive phase: efficiency rises, mostly "
           "as they stop firing the fined beam, while the stock lasts most of the 250-step episode and sustainability "
-          "barely moves.",
+          "moves only a few steps (partly on seeds 0, reproduced on seeds 1000).",
     seeds={"small": 2, "cpu": 4, "gpu": 3, "paper": 3},
     plot=plot,
 )
