@@ -10,6 +10,8 @@ players: on Melting Pot's map random play grows no apple in the first 1000 steps
 
 from __future__ import annotations
 
+import dataclasses
+
 from socialjax.reproduce.core import Condition, Entry, Measure, Reference, combined_verdict, ordered_verdict
 from socialjax.train.presets import (
     PAPER_ENV_STEPS,
@@ -118,16 +120,48 @@ CLEANUP_REWARD = _reward_entry(
     "steps as in its v1.1.0 release; its May 2025 configs say 3e8).",
 )
 
-HARVEST_REWARD = _reward_entry(
+HARVEST_SMALL = (3, SMALL_EPISODE)  # players, episode length of the open map at small and cpu scale
+# cpu scale: the open map's two populations, 4 games x 125 steps x 60 updates (30,000 env steps per
+# seed), 3 seeds each; gpu scale: SocialJax's batch (256 games x 1000 steps, one shared network,
+# 7 players) for 28 updates, 2 conditions x 3 seeds = 4.3e7 env steps (about 5.5 minutes at the
+# 1.3e5 env steps/s measured for Clean Up at this config on one H100)
+HARVEST_CPU = dict(SMALL, num_envs=4, num_updates=60)
+HARVEST_GPU = dict(PAPER_IPPO, num_updates=28)
+HARVEST_SEEDS = {"small": 2, "cpu": 3, "gpu": 3, "paper": 3}
+
+
+def _harvest_open(form: str) -> Condition:
+    """The open map's arm of ``form`` at every scale (the closed and partnership maps run at
+    paper scale only)."""
+    players, length = HARVEST_SMALL
+    small = dict(num_agents=players, episode="fixed", episode_length=length)
+    full = dict(num_agents=7, episode="fixed", episode_length=PAPER_EPISODE)
+    return Condition(
+        name=f"open/{form}",
+        env=dict.fromkeys(("small", "cpu", "gpu", "paper"), "harvest_open"),
+        env_options={"small": small, "cpu": small, "gpu": full, "paper": full},
+        config={"small": dict(SMALL, reward=form), "cpu": dict(HARVEST_CPU, reward=form),
+                "gpu": dict(HARVEST_GPU, reward=form), "paper": dict(PAPER_IPPO, reward=form)},
+    )
+
+
+_HARVEST = _reward_entry(
     "harvest-reward", "Commons Harvest (open, closed, partnership)",
-    {kind: ((f"harvest_{kind}", dict(num_agents=7, episode="fixed", episode_length=PAPER_EPISODE)),
-            (f"harvest_{kind}", dict(num_agents=3, episode="fixed", episode_length=SMALL_EPISODE))
-            if kind == "open" else None)
+    {kind: ((f"harvest_{kind}", dict(num_agents=7, episode="fixed", episode_length=PAPER_EPISODE)), None)
      for kind in ("open", "closed", "partnership")},
     "individual reward overharvests (the tragedy of the commons): collective return below the common-reward "
     "population's",
     "As cleanup-reward: SocialJax's two reward modes both count the group's apples. SocialJax trained open and "
     "closed (its closed map is its open env with a walled map); partnership is Melting Pot's third Commons "
     "Harvest map, run here the same way. Closed and partnership run at paper scale only: at small scale each "
-    "map is two more compilations, and the open map is the comparison SocialJax's text leads with.",
+    "map is two more compilations, and the open map is the comparison SocialJax's text leads with. "
+    "Small and cpu scale: the open map with 3 players and 250-step episodes, independent learners (our small "
+    "CNN); gpu scale: the open map at SocialJax's batch and configuration, 28 updates (7.2e6 env steps per "
+    "run, 7% of the paper's 1e8). At cpu scale (30,000 env steps per seed) the populations are in the naive "
+    "phase: the individual-reward learners learn to eat faster than the common-reward ones (whose signal is the "
+    "sum of three players' apples) and the stock is not yet depleted, so individual stays above common.",
 )
+HARVEST_REWARD = dataclasses.replace(
+    _HARVEST, seeds=HARVEST_SEEDS,
+    conditions=tuple(_harvest_open(c.name.split("/")[1]) if c.name.startswith("open/") else c
+                     for c in _HARVEST.conditions))
