@@ -15,7 +15,7 @@ from socialjax.train import store
 def cleanup_small(tmp_path_factory):
     out = tmp_path_factory.mktemp("rep") / "cleanup"
     # compiled as the rest of the suite (unoptimised): 57 s of CPU against 76 s optimised
-    assert cli.main(["reproduce", "cleanup-reward", "--out", str(out), "--quiet"]) == 0
+    assert cli.main(["reproduce", "cleanup-reward", "--scale", "small", "--out", str(out), "--quiet"]) == 0
     return out
 
 
