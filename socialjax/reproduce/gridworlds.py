@@ -5,7 +5,8 @@ Scales: ``paper`` is the published configuration (for a GPU); ``small`` is sized
 2-core CPU in about a minute per condition and is what the test suite runs. At small
 scale the Clean Up entry uses the original Cleanup map of Hughes et al. (2018), 3
 players: on Melting Pot's map random play grows no apple in the first 1000 steps
-(docs/gridworlds.md), so a minute of training has no reward to learn from.
+(docs/gridworlds.md), so a minute of training has no reward to learn from. The Clean Up
+entry's ``cpu`` and ``gpu`` scales are in :mod:`socialjax.reproduce.cleanup_scales`.
 """
 
 from __future__ import annotations
