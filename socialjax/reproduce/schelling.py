@@ -159,8 +159,9 @@ def _criterion(finals):
     for game in (g for g in GAMES if (g, "defect_gain") in finals):
         parts.append(ordered_verdict(finals, (game, "all_cooperate"), (game, "all_defect"),
                                      f"{game}: everyone cooperating vs everyone defecting"))
+        others = sum(1 for row, _ in finals if row == f"{game}/cooperator") - 1  # N - 1
         parts.append(sign_verdict(finals[(game, "defect_gain")],
-                                  f"{game}: defector minus cooperator return, mean over 1..4 other cooperators"))
+                                  f"{game}: defector minus cooperator return, mean over 1..{others} other cooperators"))
     return combined_verdict(parts)
 
 
