@@ -1,11 +1,11 @@
 """cleanup-reward end to end from the command line at small scale: the folder, the
 table, the figure and a verdict that follows from the numbers."""
 
-import dataclasses
 import json
 
 import numpy as np
 import pytest
+from small_runs import shortened
 
 from socialjax import cli
 from socialjax.reproduce import VERDICTS, get_entry, reproduce
@@ -50,14 +50,6 @@ def test_a_second_run_into_the_folder_is_refused(cleanup_small, capsys):
     with pytest.raises(SystemExit):
         cli.main(["reproduce", "cleanup-reward", "--out", str(cleanup_small)])
     assert "--overwrite" in capsys.readouterr().err
-
-
-def shortened(entry, scale: str, num_updates: int):
-    """``entry`` with each condition's ``scale`` config cut to ``num_updates`` updates."""
-    conditions = tuple(dataclasses.replace(c, config={**c.config,
-                                                      scale: dict(c.config[scale], num_updates=num_updates)})
-                       for c in entry.conditions)
-    return dataclasses.replace(entry, conditions=conditions)
 
 
 @pytest.mark.slow
