@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from socialjax.cli.common import add_cache_flag, non_negative_int, positive_int, use_compile_cache
-from socialjax.reproduce import ENTRIES, SCALES, get_entry, reproduce
+from socialjax.reproduce import DEFAULT_SCALE, ENTRIES, SCALES, get_entry, reproduce
 from socialjax.reproduce.core import FIGURE_FILE, TABLE_FILE, format_table, seed_text
 from socialjax.train import store
 
@@ -17,11 +17,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         description="Rerun a published experiment: train every condition, write the figure with the published "
                     "values overlaid, a published-vs-ours table with 95%% intervals over seeds, and a verdict "
                     "computed from the numbers (reproduced / partly / not reproduced, criterion stated). "
-                    "--scale small runs on a 2-core CPU in minutes; --scale paper is the published size, for "
-                    "a GPU.")
+                    "--scale cpu (the default) is sized for the published direction to show on a 2-core CPU in at "
+                    "most 10 minutes; --scale paper is the published size.")
     cmd.add_argument("name", nargs="?", help="the experiment (socialjax reproduce --list)")
     cmd.add_argument("--list", action="store_true", help="list the experiments and exit")
-    cmd.add_argument("--scale", choices=SCALES, default="small",
+    cmd.add_argument("--scale", choices=SCALES, default=DEFAULT_SCALE,
                      help="small: a pipeline check; cpu: sized for the published direction to show on a 2-core CPU in "
                           "at most 10 minutes; gpu: at most 6 minutes on one H100-class GPU (gridworld entries); "
                           "paper: the published configuration")

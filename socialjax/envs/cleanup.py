@@ -17,10 +17,11 @@ Rules, Melting Pot preset (meltingpot/configs/substrates/clean_up.py; docs/gridw
   probability ``dirt_spawn_prob`` (0.5) one uniformly chosen clean potential-dirt cell
   becomes dirty, whatever ``f`` is. Dirt may appear under a player standing on a clean
   river cell; that player can still step off.
-- Dirt blocks movement (static option ``dirt_blocks_movement``; the default True is our
-  choice); clean river (``H``, ``S``, ``~``) is walkable. Note: the Melting Pot config puts
-  avatars (and walls) on the ``superOverlay`` layer and dirt on ``upperPhysical``, which
-  reads as dirt *not* blocking avatars there; ``dirt_blocks_movement=False`` gives that.
+- Dirt does not block movement: avatars walk over dirty and clean river alike (the
+  Melting Pot config puts avatars and walls on the ``superOverlay`` layer and dirt on
+  ``upperPhysical``, and only pieces on the same layer block each other). The static
+  option ``dirt_blocks_movement=True`` (before issue 27 the default, with no published
+  source) makes dirt a wall.
 - Clean beam (cooldown 2, length 3, radius 1, the zap's footprint): on each ray the first
   dirt cell becomes clean; the beam passes through players and stops at walls. Cleaning
   pays nothing; ``info["cells_cleaned"]`` counts the cells each player cleaned.
@@ -283,12 +284,12 @@ class CleanUp(_CleanUpBase):
 
     Static options: ``num_agents`` (7), ``episode`` ("meltingpot" stochastic ending or
     "fixed"), ``episode_length`` (for "fixed", 1000), ``obs_mode`` ("codes" | "rgb"),
-    ``view`` ((ahead, behind, side), default (9, 1, 5)), ``dirt_blocks_movement`` (True),
+    ``view`` ((ahead, behind, side), default (9, 1, 5)), ``dirt_blocks_movement`` (False),
     ``ascii_map`` (a custom map with the same legend; default the Melting Pot map).
     """
 
     def __init__(self, num_agents: int = 7, episode: str = "meltingpot", episode_length: int = 1000,
-                 obs_mode: str = "codes", view: tuple = MELTINGPOT_VIEW, dirt_blocks_movement: bool = True,
+                 obs_mode: str = "codes", view: tuple = MELTINGPOT_VIEW, dirt_blocks_movement: bool = False,
                  ascii_map: str | None = None):
         dirt_blocks_movement = check_bool("dirt_blocks_movement", dirt_blocks_movement)
         _, zap_length, zap_radius, _ = MP_ZAP
@@ -308,7 +309,7 @@ class CleanUp(_CleanUpBase):
                              end_prob=MP_END_PROB)
 
     def walkable(self, cells):
-        """Anything but walls and (with ``dirt_blocks_movement``) dirt."""
+        """Anything but walls (and, with ``dirt_blocks_movement``, dirt)."""
         ok = cells != C.WALL
         return ok & (cells != C.DIRT) if self.dirt_blocks_movement else ok
 

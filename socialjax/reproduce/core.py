@@ -303,7 +303,7 @@ def grid_index(result, config) -> int:
     raise ValueError("no grid point has this condition's hyperparameters")
 
 
-def reproduce(entry: Entry, scale: str = "small", seeds: int | None = None, *, base_seed: int = 0,
+def reproduce(entry: Entry, scale: str = DEFAULT_SCALE, seeds: int | None = None, *, base_seed: int = 0,
               out: str | Path | None = None, overwrite: bool = False, progress: bool = True) -> Reproduction:
     """Train every condition of ``entry`` at ``scale`` with ``seeds`` seeds (default the
     entry's) numbered from ``base_seed`` (0, the default seed set; any other number draws

@@ -5,14 +5,20 @@ Scales: ``paper`` is the published configuration (for a GPU); ``small`` is sized
 2-core CPU in about a minute per condition and is what the test suite runs. At small
 scale the Clean Up entry uses the original Cleanup map of Hughes et al. (2018), 3
 players: on Melting Pot's map random play grows no apple in the first 1000 steps
-(docs/gridworlds.md), so a minute of training has no reward to learn from.
+(docs/gridworlds.md), so a minute of training has no reward to learn from. The Clean Up
+entry's ``cpu`` and ``gpu`` scales are in :mod:`socialjax.reproduce.cleanup_scales`.
 """
 
 from __future__ import annotations
 
-import dataclasses
-
-from socialjax.reproduce.core import Condition, Entry, Measure, Reference, combined_verdict, ordered_verdict
+from socialjax.reproduce.cleanup_scales import (
+    CPU_ENV_OPTIONS,
+    CPU_IPPO,
+    CPU_SEEDS,
+    GPU_SEEDS,
+    gpu_updates,
+)
+from socialjax.reproduce.core import SCALES, Condition, Entry, Measure, Reference, combined_verdict, ordered_verdict
 from socialjax.train.presets import (
     PAPER_ENV_STEPS,
     PAPER_EPISODE,
@@ -41,16 +47,21 @@ SOCIAL = (
 )
 
 
-def _condition(name: str, form: str, paper: tuple[str, dict], small: tuple[str, dict] | None) -> Condition:
+def _condition(name: str, form: str, paper: tuple[str, dict], small: tuple[str, dict] | None,
+               more: dict[str, tuple[str, dict, dict]] | None = None) -> Condition:
     """``paper`` and ``small``: env name and options at each scale (``small=None``: run at
-    paper scale only)."""
-    scales = {"paper": paper} if small is None else {"paper": paper, "small": small}
+    paper scale only); ``more``: further scales, ``{scale: (env, options, config)}``."""
+    envs = {"paper": paper} if small is None else {"paper": paper, "small": small}
+    configs = {"paper": dict(PAPER_IPPO, reward=form), "small": dict(SMALL, reward=form)}
+    for scale, (env, options, config) in (more or {}).items():
+        envs[scale] = (env, options)
+        configs[scale] = dict(config, reward=form)
     return Condition(
         name=name,
-        env={scale: env for scale, (env, _) in scales.items()},
-        env_options={scale: options for scale, (_, options) in scales.items()},
-        config={"paper": dict(PAPER_IPPO, reward=form), "small": dict(SMALL, reward=form)},
-        scales=tuple(scales),
+        env={scale: env for scale, (env, _) in envs.items()},
+        env_options={scale: options for scale, (_, options) in envs.items()},
+        config=configs,
+        scales=tuple(scale for scale in SCALES if scale in envs),
     )
 
 
@@ -82,12 +93,14 @@ COMMON_VS_INDIVIDUAL = ("collective return of the common-reward population above
 
 
 def _reward_entry(name: str, game: str, maps: dict[str | None, tuple[tuple[str, dict], tuple[str, dict] | None]],
-                  finding: str, notes: str) -> Entry:
+                  finding: str, notes: str, more: dict[str | None, dict] | None = None,
+                  seeds: dict[str, int] | None = None) -> Entry:
     """SocialJax's comparison in one game: a common-reward population against an
     individual-reward one on each of ``maps`` (``{label: (paper, small)}``, each an env
     name and its options, ``small=None`` for a map run at paper scale only; a single map
     labelled ``None`` names the conditions ``common`` and ``individual``, several
-    ``<label>/common`` ...)."""
+    ``<label>/common`` ...); ``more[label]``: that map's further scales (see
+    :func:`_condition`), ``seeds``: seeds per scale (default small and paper only)."""
     games = tuple(maps)
     several = len(games) > 1
     references = tuple(Reference(f"{_prefix(g)}{form}", "collective_return", None, SOCIALJAX, SOCIALJAX_HOW, finding)
@@ -96,7 +109,7 @@ def _reward_entry(name: str, game: str, maps: dict[str | None, tuple[tuple[str, 
         name=name,
         title=f"{game}, IPPO with common vs individual reward",
         citation="Guo et al., SocialJax (ICLR 2026; arXiv:2503.14576)",
-        conditions=tuple(_condition(f"{_prefix(g)}{form}", form, *maps[g])
+        conditions=tuple(_condition(f"{_prefix(g)}{form}", form, *maps[g], (more or {}).get(g))
                          for g in games for form in FORMS),
         measures=SOCIAL,
         references=references,
@@ -105,22 +118,31 @@ def _reward_entry(name: str, game: str, maps: dict[str | None, tuple[tuple[str, 
             maps=" on each map run" if several else "", all=" on every map" if several else "",
             some=" on some" if several else ""),
         notes=notes,
+        **({} if seeds is None else {"seeds": seeds}),
     )
 
 
+CLEANUP_PAPER = ("cleanup", dict(num_agents=7, episode="fixed", episode_length=PAPER_EPISODE))
 CLEANUP_REWARD = _reward_entry(
     "cleanup-reward", "Clean Up",
-    {None: (("cleanup", dict(num_agents=7, episode="fixed", episode_length=PAPER_EPISODE)),
-            ("cleanup_ssd", dict(num_agents=3, episode_length=SMALL_EPISODE)))},
+    {None: (CLEANUP_PAPER, ("cleanup_ssd", dict(num_agents=3, episode_length=SMALL_EPISODE)))},
     "a common-reward population cleans the river and collects apples; an individual-reward one collects far "
     "fewer",
     "SocialJax's individual-reward mode pays an apple N (= 7) to its collector and its common mode pays every "
     "player the sum, so both of its curves count the group's apples per episode, as our collective return "
     "does. Paper scale follows SocialJax's IPPO config (one shared network, 256 x 1000-step rollouts, 1e8 env "
-    "steps as in its v1.1.0 release; its May 2025 configs say 3e8).",
+    "steps as in its v1.1.0 release; its May 2025 configs say 3e8). cpu scale: the original Cleanup rules on a "
+    "small map of ours (socialjax.reproduce.cleanup_scales.CPU_MAP: 20 river and 27 orchard cells), 3 players, "
+    "250-step episodes, one shared network, 20 updates of 16 games x 125 steps (40,000 env steps per seed); "
+    "there the fire beam's fines (1 for the shooter, 50 for each player hit) dominate the collective return, "
+    "and common reward separates from individual mostly because it makes the shooter pay for its hits. gpu "
+    "scale: SocialJax's configuration with the updates cut to about 5 minutes of H100 training "
+    "(socialjax.reproduce.cleanup_scales.gpu_updates).",
+    more={None: {"cpu": ("cleanup_ssd", CPU_ENV_OPTIONS, CPU_IPPO),
+                 "gpu": (*CLEANUP_PAPER, dict(PAPER_IPPO, num_updates=gpu_updates(2)))}},
+    seeds={"small": 2, "cpu": CPU_SEEDS, "gpu": GPU_SEEDS, "paper": 3},
 )
 
-HARVEST_SMALL = (3, SMALL_EPISODE)  # players, episode length of the open map at small and cpu scale
 # cpu scale: the open map's two populations, 4 games x 125 steps x 60 updates (30,000 env steps per
 # seed), 3 seeds each; gpu scale: SocialJax's batch (256 games x 1000 steps, one shared network,
 # 7 players) for 28 updates, 2 conditions x 3 seeds = 4.3e7 env steps (about 5.5 minutes at the
@@ -128,27 +150,13 @@ HARVEST_SMALL = (3, SMALL_EPISODE)  # players, episode length of the open map at
 HARVEST_CPU = dict(SMALL, num_envs=4, num_updates=60)
 HARVEST_GPU = dict(PAPER_IPPO, num_updates=28)
 HARVEST_SEEDS = {"small": 2, "cpu": 3, "gpu": 3, "paper": 3}
+HARVEST_PAPER = {kind: (f"harvest_{kind}", dict(num_agents=7, episode="fixed", episode_length=PAPER_EPISODE))
+                 for kind in ("open", "closed", "partnership")}
+HARVEST_SMALL = ("harvest_open", dict(num_agents=3, episode="fixed", episode_length=SMALL_EPISODE))
 
-
-def _harvest_open(form: str) -> Condition:
-    """The open map's arm of ``form`` at every scale (the closed and partnership maps run at
-    paper scale only)."""
-    players, length = HARVEST_SMALL
-    small = dict(num_agents=players, episode="fixed", episode_length=length)
-    full = dict(num_agents=7, episode="fixed", episode_length=PAPER_EPISODE)
-    return Condition(
-        name=f"open/{form}",
-        env=dict.fromkeys(("small", "cpu", "gpu", "paper"), "harvest_open"),
-        env_options={"small": small, "cpu": small, "gpu": full, "paper": full},
-        config={"small": dict(SMALL, reward=form), "cpu": dict(HARVEST_CPU, reward=form),
-                "gpu": dict(HARVEST_GPU, reward=form), "paper": dict(PAPER_IPPO, reward=form)},
-    )
-
-
-_HARVEST = _reward_entry(
+HARVEST_REWARD = _reward_entry(
     "harvest-reward", "Commons Harvest (open, closed, partnership)",
-    {kind: ((f"harvest_{kind}", dict(num_agents=7, episode="fixed", episode_length=PAPER_EPISODE)), None)
-     for kind in ("open", "closed", "partnership")},
+    {kind: (paper, HARVEST_SMALL if kind == "open" else None) for kind, paper in HARVEST_PAPER.items()},
     "individual reward overharvests (the tragedy of the commons): collective return below the common-reward "
     "population's",
     "As cleanup-reward: SocialJax's two reward modes both count the group's apples. SocialJax trained open and "
@@ -160,8 +168,6 @@ _HARVEST = _reward_entry(
     "run, 7% of the paper's 1e8). At cpu scale (30,000 env steps per seed) the populations are in the naive "
     "phase: the individual-reward learners learn to eat faster than the common-reward ones (whose signal is the "
     "sum of three players' apples) and the stock is not yet depleted, so individual stays above common.",
+    more={"open": {"cpu": (*HARVEST_SMALL, HARVEST_CPU), "gpu": (*HARVEST_PAPER["open"], HARVEST_GPU)}},
+    seeds=HARVEST_SEEDS,
 )
-HARVEST_REWARD = dataclasses.replace(
-    _HARVEST, seeds=HARVEST_SEEDS,
-    conditions=tuple(_harvest_open(c.name.split("/")[1]) if c.name.startswith("open/") else c
-                     for c in _HARVEST.conditions))

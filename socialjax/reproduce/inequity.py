@@ -10,6 +10,7 @@ punishing defectors with the beam).
 
 from __future__ import annotations
 
+from socialjax.reproduce.cleanup_scales import CPU_ENV_OPTIONS, CPU_IPPO, CPU_SEEDS, GPU_SEEDS, gpu_updates
 from socialjax.reproduce.core import Condition, Entry, Reference, combined_verdict, ordered_verdict
 from socialjax.reproduce.gridworlds import PAPER_IPPO, SMALL, SMALL_EPISODE, SOCIAL
 
@@ -24,22 +25,33 @@ FORMS = {
     "disadvantageous": dict(reward="inequity_aversion", ia_alpha=5.0, ia_beta=0.0),
 }
 GAMES = {"cleanup": "cleanup_ssd", "harvest": "harvest_ssd"}
-SMALL_GAMES = ("cleanup",)  # at small scale: Hughes et al.'s headline game (a game is one more compilation)
+SMALL_GAMES = ("cleanup",)  # below paper scale: Hughes et al.'s headline game (a game is one more compilation)
+CPU_FORMS = ("selfish", "advantageous")  # the cpu scale runs the two its Cleanup criterion compares
 PAPER_STEPS = 1000  # SSD episodes: 1000 steps
 SOURCE = "Hughes et al. 2018, Inequity aversion improves cooperation in intertemporal social dilemmas, Figs. 3-4"
 HOW = "qualitative, from the paper's results as a reimplementation summarises them; the figures were not read here"
+INDEPENDENT = dict(seating="independent")
+GRID_POINTS = 4  # the three conditions train as one run over alpha {0, 5} x beta {0, 0.05}
+
+
+def _scales(game: str, form: str) -> tuple[str, ...]:
+    if game not in SMALL_GAMES:
+        return ("paper",)
+    return ("small", "cpu", "gpu", "paper") if form in CPU_FORMS else ("small", "gpu", "paper")
 
 
 def _condition(game: str, form: str) -> Condition:
-    independent = dict(seating="independent")
+    options = dict(num_agents=5, episode_length=PAPER_STEPS)
     return Condition(
         name=f"{game}/{form}",
-        env={"paper": GAMES[game], "small": GAMES[game]},
-        env_options={"paper": dict(num_agents=5, episode_length=PAPER_STEPS),
+        env={scale: GAMES[game] for scale in ("small", "cpu", "gpu", "paper")},
+        env_options={"paper": options, "gpu": options, "cpu": dict(CPU_ENV_OPTIONS),
                      "small": dict(num_agents=5, episode_length=SMALL_EPISODE)},
-        config={"paper": dict(PAPER_IPPO, **independent, **FORMS[form]),
+        config={"paper": dict(PAPER_IPPO, **INDEPENDENT, **FORMS[form]),
+                "gpu": dict(PAPER_IPPO, num_updates=gpu_updates(GRID_POINTS), **INDEPENDENT, **FORMS[form]),
+                "cpu": dict(CPU_IPPO, **FORMS[form]),
                 "small": dict(SMALL, num_updates=12, **FORMS[form])},
-        scales=("paper", "small") if game in SMALL_GAMES else ("paper",),
+        scales=_scales(game, form),
     )
 
 
@@ -71,5 +83,12 @@ INEQUITY_AVERSION = Entry(
                     "reproduced when none is even ordered, partly otherwise"),
     notes="The paper trained A3C agents; paper scale here is our IPPO at SocialJax's batch for 1e8 env steps "
           "on the original maps (independent learners), not the paper's learner or length. How many of the 5 "
-          "players were inequity averse in each published curve was not established; here all 5 are.",
+          "players were inequity averse in each published curve was not established; here all 5 are. cpu scale: "
+          "selfish and advantageous only, 3 players sharing one network (independent learners at the other "
+          "scales), on a small Cleanup map of ours (socialjax.reproduce.cleanup_scales.CPU_MAP), 250-step "
+          "episodes, 20 updates of 16 games x 125 steps, the two conditions one run over beta; the fire beam's "
+          "fines dominate the returns there. gpu scale: Cleanup only, SocialJax's batch, the updates cut to "
+          "about 5 minutes of H100 training for the one run over the 4 (alpha, beta) points "
+          "(cleanup_scales.gpu_updates).",
+    seeds={"small": 2, "cpu": CPU_SEEDS, "gpu": GPU_SEEDS, "paper": 3},
 )

@@ -19,6 +19,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from socialjax.reproduce.cleanup_scales import (
+    CPU_ENV_OPTIONS,
+    CPU_EPISODE,
+    CPU_IPPO,
+    CPU_PLAYERS,
+    CPU_SEEDS,
+    GPU_SEEDS,
+    gpu_updates,
+)
 from socialjax.reproduce.core import (
     Analysis,
     Condition,
@@ -36,11 +45,20 @@ from socialjax.train import as_run
 from socialjax.train.evaluation import play_seatings
 from socialjax.viz.plots import mean_ci95, pyplot
 
-PLAYERS = 5
+PLAYERS = {"small": 5, "cpu": CPU_PLAYERS, "gpu": 5, "paper": 5}  # the published diagrams: 5
 GAMES = {"cleanup": "cleanup_ssd", "harvest": "harvest_ssd"}
 ROLES = {"cooperators": "common", "defectors": "individual"}
-EPISODE = {"small": SMALL_EPISODE, "paper": 1000}  # one episode per evaluation game
-EVAL_ENVS = {"small": 2, "paper": 32}  # games per seating
+EPISODE = {"small": SMALL_EPISODE, "cpu": CPU_EPISODE, "gpu": 1000, "paper": 1000}  # one episode per eval game
+EVAL_ENVS = {"small": 2, "cpu": 8, "gpu": 32, "paper": 32}  # games per seating
+SCALE_GAMES = {"small": ("cleanup",), "cpu": ("cleanup",), "gpu": ("cleanup",), "paper": tuple(GAMES)}
+CONFIG = {"small": SMALL, "cpu": CPU_IPPO, "gpu": dict(PAPER_IPPO, num_updates=gpu_updates(2)), "paper": PAPER_IPPO}
+
+
+def _env_options(scale: str) -> dict:
+    if scale == "cpu":
+        return dict(CPU_ENV_OPTIONS)  # our small Cleanup map (socialjax.reproduce.cleanup_scales)
+    return dict(num_agents=PLAYERS[scale], episode_length=EPISODE[scale])
+
 
 # Hughes et al. (2018), Schelling diagrams of Cleanup and Harvest (5 players), the return
 # per 1000-step episode at x = 0..4 other cooperators, read off the figure as reproduced
@@ -55,20 +73,19 @@ SOURCE = ("Hughes et al. 2018, Inequity aversion improves cooperation in interte
 HOW = "figure, approximate (read off the copy in the SSD games repository's README, about +-5)"
 
 
-SMALL_GAMES = ("cleanup",)  # at small scale (each game is three compilations on a CPU)
-
-
 def _games(scale: str) -> tuple[str, ...]:
-    return SMALL_GAMES if scale == "small" else tuple(GAMES)
+    """The games run at ``scale`` (Harvest at paper scale only: each game is three
+    compilations on a CPU, and the gpu budget holds one game)."""
+    return SCALE_GAMES[scale]
 
 
 def _condition(game: str, role: str) -> Condition:
     form = dict(reward=ROLES[role], seating="shared")
     return Condition(
         name=f"{game}/{role}",
-        env={"paper": GAMES[game], "small": GAMES[game]},
-        env_options={scale: dict(num_agents=PLAYERS, episode_length=EPISODE[scale]) for scale in EPISODE},
-        config={"paper": dict(PAPER_IPPO, **form), "small": dict(SMALL, **form)},
+        env={scale: GAMES[game] for scale in EPISODE},
+        env_options={scale: _env_options(scale) for scale in EPISODE},
+        config={scale: dict(CONFIG[scale], **form) for scale in EPISODE},
         scales=tuple(scale for scale in EPISODE if game in _games(scale)),
     )
 
@@ -114,7 +131,7 @@ def diagram(rows: np.ndarray, returns: np.ndarray) -> dict[str, np.ndarray]:
 def _keys(scale: str) -> tuple[tuple[str, str], ...]:
     keys = []
     for game in _games(scale):
-        keys += [(f"{game}/{role}", f"x={x}") for role in ("cooperator", "defector") for x in range(PLAYERS)]
+        keys += [(f"{game}/{role}", f"x={x}") for role in ("cooperator", "defector") for x in range(PLAYERS[scale])]
         keys += [(game, "all_cooperate"), (game, "all_defect"), (game, "defect_gain")]
     return tuple(keys)
 
@@ -128,7 +145,7 @@ def _compute(runs, scale: str, seeds: int, base_seed: int) -> dict[tuple[str, st
                                     stream_key(1000 + i, base_seed), eval_envs=EVAL_ENVS[scale],
                                     episode_length=EPISODE[scale])
         C, D = diagram["cooperator"], diagram["defector"]  # (S, N)
-        for x in range(PLAYERS):
+        for x in range(PLAYERS[scale]):
             out[(f"{game}/cooperator", f"x={x}")] = C[:, x]
             out[(f"{game}/defector", f"x={x}")] = D[:, x]
         out[(game, "all_cooperate")] = C[:, -1]
@@ -142,8 +159,9 @@ def _criterion(finals):
     for game in (g for g in GAMES if (g, "defect_gain") in finals):
         parts.append(ordered_verdict(finals, (game, "all_cooperate"), (game, "all_defect"),
                                      f"{game}: everyone cooperating vs everyone defecting"))
+        others = sum(1 for row, _ in finals if row == f"{game}/cooperator") - 1  # N - 1
         parts.append(sign_verdict(finals[(game, "defect_gain")],
-                                  f"{game}: defector minus cooperator return, mean over 1..4 other cooperators"))
+                                  f"{game}: defector minus cooperator return, mean over 1..{others} other cooperators"))
     return combined_verdict(parts)
 
 
@@ -152,7 +170,7 @@ def plot(rep, path) -> None:
     published one (approximate)."""
     plt = pyplot()
 
-    x = np.arange(PLAYERS)
+    x = np.arange(PLAYERS[rep.scale])
     colours = {"cooperator": "tab:blue", "defector": "tab:red"}
     games = _games(rep.scale)
     fig, axes = plt.subplots(len(games), 2, figsize=(9, 3.4 * len(games)), squeeze=False)
@@ -163,13 +181,13 @@ def plot(rep, path) -> None:
             mean, low, high = mean_ci95(values[ok]) if ok.any() else (x * np.nan,) * 3
             ax.plot(x, mean, marker="o", color=colour, label=role)
             ax.fill_between(x, low, high, color=colour, alpha=0.25, lw=0)
-            ax_pub.plot(x, PUBLISHED[game][role], marker="s", ls="--", color=colour, label=role)
+            ax_pub.plot(np.arange(5), PUBLISHED[game][role], marker="s", ls="--", color=colour, label=role)
         ax.set_title(f"{game}: ours ({rep.scale} scale, {rep.seeds} seeds)", fontsize=9)
         ax_pub.set_title(f"{game}: Hughes et al. 2018 (approximate)", fontsize=9)
         for a in (ax, ax_pub):
             a.set_xlabel("other players cooperating")
             a.set_ylabel("return per episode")
-            a.set_xticks(x)
+            a.set_xticks(np.arange(5))
             a.grid(alpha=0.3)
             a.legend(fontsize=7)
     finish_figure(fig, rep, path)
@@ -182,17 +200,22 @@ SCHELLING = Entry(
     conditions=tuple(_condition(game, role) for game in GAMES for role in ROLES),
     measures=(Measure("collective_return", "collective_return", "collective return (per episode)"),),
     references=tuple(Reference(f"{game}/{role}", f"x={x}", float(PUBLISHED[game][role][x]), SOURCE, HOW)
-                     for game in GAMES for role in ("cooperator", "defector") for x in range(PLAYERS)),
+                     for game in GAMES for role in ("cooperator", "defector") for x in range(5)),
     criterion=_criterion,
-    criterion_text=("in each game run (Cleanup and Harvest at paper scale, Cleanup at small scale), everyone "
+    criterion_text=("in each game run (Cleanup and Harvest at paper scale, Cleanup at the other scales), everyone "
                     "cooperating returns more than everyone defecting (95% intervals over seeds separated) and "
-                    "a defector returns more than a cooperator, averaged over 1 to 4 other "
+                    "a defector returns more than a cooperator, averaged over 1 to N - 1 other "
                     "cooperators (its 95% interval above zero): reproduced when all hold, not reproduced "
                     "when none holds even in the means, partly otherwise"),
     notes="The published values come from 1000-step episodes of the original maps after long training; at small "
           "scale episodes are 250 steps, the policies are trained for 4,000 env steps and only Cleanup is run, so "
           "only the shape compares. Hughes et al.'s way of obtaining their cooperating and defecting policies was "
-          "not read here; the common- vs individual-reward populations follow SocialJax's description.",
+          "not read here; the common- vs individual-reward populations follow SocialJax's description. cpu scale: "
+          "3 players (so x = 0..2) on a small Cleanup map of ours (socialjax.reproduce.cleanup_scales.CPU_MAP), "
+          "250-step episodes, 20 updates of 16 games x 125 steps per population, 8 games per seating; the fire "
+          "beam's fines dominate the returns there. gpu scale: Cleanup only, 5 players, SocialJax's batch with "
+          "the updates cut to about 5 minutes of H100 training (cleanup_scales.gpu_updates).",
+    seeds={"small": 2, "cpu": CPU_SEEDS, "gpu": GPU_SEEDS, "paper": 3},
     analysis=Analysis(keys={scale: _keys(scale) for scale in EPISODE}, compute=_compute),
     plot=plot,
 )

@@ -234,16 +234,20 @@ NOOP, FORWARD, ZAP, CLEAN = 0, 1, 7, 8  # Melting Pot action indices
 SSD_UP, SSD_STAY, SSD_FIRE, SSD_CLEAN = 2, 4, 7, 8
 
 
-def test_dirt_blocks_movement_in_meltingpot(mp, mp_step):
-    # row 6: (6, 17) is F (dirt at reset), (6, 18) is H (clean); row 7 is floor
+def test_dirt_is_walkable_in_meltingpot(mp, mp_step):
+    # row 6: (6, 17) is F (dirt at reset), (6, 18) is H (clean); row 7 is floor. Melting
+    # Pot's avatars (superOverlay) and dirt (upperPhysical) are on different layers.
     cells = np.array(mp.map.cells)
     assert cells[6, 17] == C.DIRT and cells[6, 18] == C.RIVER
     state = hand_state(mp, cells, [[7, 17], [7, 18]], [C.NORTH, C.NORTH])
     _, state2, _, _, _ = mp_step(KEY, state, jnp.array([FORWARD, FORWARD]))
-    np.testing.assert_array_equal(state2.pos, [[7, 17], [6, 18]])  # blocked by dirt; clean river is walkable
-    # an option turns it off (for the Melting Pot layers, where avatars walk over dirt)
-    free = sj.make("cleanup", num_agents=2, episode="fixed", dirt_blocks_movement=False)
-    assert not mp.walkable(jnp.asarray(cells))[6, 17] and free.walkable(jnp.asarray(cells))[6, 17]
+    np.testing.assert_array_equal(state2.pos, [[6, 17], [6, 18]])  # onto dirt and onto clean river
+    assert not mp.dirt_blocks_movement
+    # an option makes dirt a wall (this project's default before issue 27)
+    blocking = sj.make("cleanup", num_agents=2, episode="fixed", dirt_blocks_movement=True)
+    _, state3, _, _, _ = jax.jit(blocking.step)(KEY, state, jnp.array([FORWARD, FORWARD]))
+    np.testing.assert_array_equal(state3.pos, [[7, 17], [6, 18]])  # blocked by dirt; clean river is walkable
+    assert mp.walkable(jnp.asarray(cells))[6, 17] and not blocking.walkable(jnp.asarray(cells))[6, 17]
 
 
 def test_waste_is_walkable_in_ssd(ssd, ssd_step):

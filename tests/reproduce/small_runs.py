@@ -11,6 +11,7 @@ the other way round and run without them (``optimise=False``).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 
 import jax
 import numpy as np
@@ -71,3 +72,11 @@ def check_verdict(rep) -> None:
 def quoted(rep, key) -> str:
     """How the reason quotes the mean of ``key`` (3 significant digits)."""
     return f"{np.nanmean(rep.finals[key]):.3g}"
+
+
+def shortened(entry, scale: str, num_updates: int):
+    """``entry`` with each condition's ``scale`` config cut to ``num_updates`` updates."""
+    conditions = tuple(dataclasses.replace(c, config={**c.config,
+                                                      scale: dict(c.config[scale], num_updates=num_updates)})
+                       for c in entry.conditions)
+    return dataclasses.replace(entry, conditions=conditions)

@@ -73,6 +73,7 @@ def test_every_entry_is_complete_and_its_configs_are_valid():
                             "punishment", "punishment-learners", "commons-institutions", "lattice-collapse",
                             "partner-punishment"}
     for entry in ENTRIES.values():
+        assert {"small", "cpu", "paper"} <= set(entry.scales), entry.name  # cpu: the command's default
         keys = set(entry.keys("paper"))
         assert set(entry.keys("small")) <= keys and (entry.conditions_at("small") or entry.analysis), entry.name
         for ref in entry.references:
