@@ -84,6 +84,7 @@ def assert_float32_state(learners):
     assert floats and all(x.dtype == np.float32 for x in floats), {x.dtype for x in floats}
 
 
+@pytest.mark.slow
 def test_bfloat16_ppo_learns_to_cooperate_with_tft(ipd_bf16):
     """PPO with bfloat16 compute (the one-hot encoder's and the heads' dense layers)
     against TFT reaches mutual cooperation like float32, and its parameters and
@@ -105,6 +106,7 @@ def dqn():
     return sj.train.run(ipd_env(), DQN_TFT, seeds=4, progress=False)
 
 
+@pytest.mark.slow
 def test_dqn_learns_to_cooperate_with_tft(dqn):
     """Double DQN (n-step 3, epsilon decayed to 0.05 over the first 30% of training)
     against TFT reaches mutual cooperation (8 seeds: final 2.974 .. 2.982, limited by
@@ -142,6 +144,7 @@ def harvest():
     return jax.device_get(metrics)
 
 
+@pytest.mark.slow
 def test_ppo_collects_more_apples_than_random_play_in_harvest(harvest):
     """PPO players in a small Harvest eat several times more apples per step than random
     play. Measured over 4 seeds (20 updates): random 0.029 .. 0.071 apples per step per
@@ -163,6 +166,7 @@ def harvest_bf16():
     return jax.device_get((state.learners, metrics))
 
 
+@pytest.mark.slow
 def test_bfloat16_cnn_ppo_collects_more_apples_than_random_play(harvest, harvest_bf16):
     """The same small Harvest with the CNN in bfloat16 (embedding, convolutions, dense
     layers): the same criterion against the float32 run's random play, and float32

@@ -143,6 +143,7 @@ def test_two_processes_give_the_bits_of_one_process_with_as_many_devices(runs):
     assert not np.array_equal(rate[0], rate[1])
 
 
+@pytest.mark.slow
 def test_only_process_0_prints_progress(runs):
     """Progress lines (updates 25 and 50) come from process 0 alone."""
     lines = lambda err: [line for line in err.splitlines() if f"/{IPD_TFT.num_updates}]" in line]  # noqa: E731
@@ -150,6 +151,7 @@ def test_only_process_0_prints_progress(runs):
     assert lines(runs["mp1"][1]) == []
 
 
+@pytest.mark.slow
 def test_socialjax_train_over_two_processes_writes_the_results_once(tmp_path):
     """``socialjax train ... --coordinator 127.0.0.1:PORT --num-processes 2
     --process-id I``, each process in its own folder with ``--out results``: process 0

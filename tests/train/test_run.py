@@ -99,6 +99,7 @@ def assert_same_run(a, b, index_a, index_b):
         assert_same(x[index_a], y[index_b])
 
 
+@pytest.mark.slow
 def test_a_seed_gives_the_same_bits_alone_on_one_device_or_in_a_batch_over_devices(lone, sharded):
     """With ``chunk=4``, seed 1 at lr 3e-3 gives bit-identical metrics and trained states
     alone on one device and inside a batch of 10 runs (5 seeds x 2 learning rates, half
@@ -115,6 +116,7 @@ def test_a_seed_gives_the_same_bits_alone_on_one_device_or_in_a_batch_over_devic
     assert not np.array_equal(rate[0], rate[LONE_SEED])
 
 
+@pytest.mark.slow
 def test_a_run_gives_the_same_bits_on_one_device_as_on_several(ipd_tft, sharded):
     """The same bits however many devices a batch is spread over, one device included:
     the ``ipd_tft`` batch (8 runs vmapped together on this process's single device)
@@ -189,6 +191,7 @@ def test_bad_seeds_are_rejected(seeds):
         sj.train.run(ipd_env(), IPD_TFT, seeds=seeds, progress=False)
 
 
+@pytest.mark.slow
 def test_chunked_runs_give_the_same_bits_in_a_batch_of_64(ipd_tft):
     """``chunk=4``: 64 runs on one device (2 learning rates x 32 seeds), computed four at
     a time, give the same bits for seeds 0..3 as the 8-run ``ipd_tft`` batch. (Without
@@ -245,6 +248,7 @@ def _toy_fit(runs, memory, chunk=None):
                            jax.local_devices()[:1], chunk, memory, block_args)
 
 
+@pytest.mark.slow
 def test_runs_that_do_not_fit_the_device_are_chunked_with_the_same_results():
     """8 toy runs need about 128 MiB together; given 60 MiB they are computed 3 at a
     time (9 slots: 8 runs and one copy) and give the same numbers; given 20 MiB, one at
