@@ -67,8 +67,9 @@ def main(args: argparse.Namespace) -> int:
     print(rep.reason)
     print(f"criterion: {entry.criterion_text}\n")
     print("published:")
+    reported = {row["condition"] for row in rep.rows}
     for ref in entry.references:
-        if ref.condition in {row["condition"] for row in rep.rows}:
+        if ref.condition in reported:
             finding = ref.note if ref.value is None else f"{ref.value:g}" + (f" ({ref.note})" if ref.note else "")
             print(f"  {ref.condition} / {ref.measure}: {finding} [{ref.source}]")
     print()

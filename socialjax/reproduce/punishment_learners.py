@@ -44,6 +44,8 @@ meeting twice).
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -106,12 +108,22 @@ class StandardPunishment(Wrapper):
 # ours: independent PPO learners, one network each, an update every batch of whole episodes
 PPO_SETTINGS = dict(seating="independent", hidden=64, update_epochs=4, num_minibatches=4, lr=3e-3, gamma=0.95,
                     ent_coef=0.01, evaluate=False)
-# ours, per scale: players, the matchings run, updates x games per update (measured on the
-# 2-core CPU: docs/reproduce.md)
+@dataclasses.dataclass(frozen=True)
+class Size:
+    """What a scale trains: ``players`` per game (groups of 4), the ``matchings`` run, and
+    ``num_updates`` updates of ``num_envs`` games each."""
+
+    players: int
+    matchings: tuple[str, ...]
+    num_updates: int
+    num_envs: int
+
+
+# ours, per scale (measured on the 2-core CPU: docs/reproduce.md)
 SIZES = {
-    "small": dict(players=8, matchings=("stranger",), num_updates=80, num_envs=8),
-    "cpu": dict(players=16, matchings=MATCHINGS, num_updates=100, num_envs=16),
-    "paper": dict(players=16, matchings=MATCHINGS, num_updates=400, num_envs=32),
+    "small": Size(players=8, matchings=("stranger",), num_updates=80, num_envs=8),
+    "cpu": Size(players=16, matchings=MATCHINGS, num_updates=100, num_envs=16),
+    "paper": Size(players=16, matchings=MATCHINGS, num_updates=400, num_envs=32),
 }
 PLAYBACK_EPISODES = 16  # episodes of each trained population played to measure its periods
 TENTHS = 10  # the contribution over training, in tenths of the updates
@@ -134,8 +146,9 @@ def learner_env(matching: str, punish: bool, players: int = 16):
 
 
 def learner_config(env, scale: str) -> TrainConfig:
-    sizes = {k: v for k, v in SIZES[scale].items() if k.startswith("num_")}
-    return TrainConfig().replace(rollout_len=env.episode_length, **PPO_SETTINGS, **sizes)
+    size = SIZES[scale]
+    return TrainConfig().replace(rollout_len=env.episode_length, num_updates=size.num_updates,
+                                 num_envs=size.num_envs, **PPO_SETTINGS)
 
 
 def trained_periods(train, learners, key: jax.Array) -> np.ndarray:
@@ -153,7 +166,7 @@ def trained_periods(train, learners, key: jax.Array) -> np.ndarray:
 
 def rows(scale: str) -> list[tuple[str, bool]]:
     """``(matching, punish)`` of every population trained at ``scale``."""
-    return [(m, p) for m in SIZES[scale]["matchings"] for p in (False, True)]
+    return [(m, p) for m in SIZES[scale].matchings for p in (False, True)]
 
 
 def learner_values(scale: str, seeds: int, base_seed: int = 0) -> dict[tuple[str, str], np.ndarray]:
@@ -164,7 +177,7 @@ def learner_values(scale: str, seeds: int, base_seed: int = 0) -> dict[tuple[str
     (:data:`PER_PERIOD`), ``(S, 10)`` each."""
     out = {}
     for c, (matching, punish) in enumerate(rows(scale)):
-        env, row = learner_env(matching, punish, SIZES[scale]["players"]), row_name(matching, punish)
+        env, row = learner_env(matching, punish, SIZES[scale].players), row_name(matching, punish)
         config = learner_config(env, scale)
         print(f"[punishment-learners] {row}: {config.num_updates} updates x {config.num_envs} games x "
               f"{config.rollout_len} steps, {seeds} seeds", flush=True)

@@ -44,7 +44,7 @@ def test_learners_pick_a_standard_and_members_below_it_are_punished():
 
 
 def test_the_sizes_and_games_are_the_ones_documented():
-    small = learner_env("stranger", True, SIZES["small"]["players"])
+    small = learner_env("stranger", True, SIZES["small"].players)
     assert small.unwrapped.num_agents == 8 and small.unwrapped.matching == "stranger"
     config = learner_config(small, "small")
     assert (config.num_updates, config.num_envs, config.rollout_len) == (80, 8, small.episode_length)
