@@ -7,6 +7,10 @@ Three measurements (``--which``, comma-separated):
   2 epochs), one ``jax.jit(train)`` call of ``--updates`` updates of ``--envs`` games x
   ``--rollout`` steps each. Run it for the paper preset's batch (``--envs 256 --rollout
   1000 --minibatches 500``) and a small batch (``--envs 16 --rollout 128``);
+- ``cleanup_cpu``: the Clean Up of the reproduce entries' ``cpu`` scale
+  (:mod:`socialjax.reproduce.cleanup_scales`: ``cleanup_ssd`` on its small map, 3 players,
+  one shared network, the small CNN, 16 games x 125 steps, 2 epochs x 2 minibatches),
+  ``--updates`` updates per call, ``--set`` overrides applied;
 - ``ipd``: a population run of ``--seeds`` seeds on ``ipd`` (a small PPO learner, MLP
   on the one-hot memory-one observation, against a fixed TFT co-player), the same
   per-device ``jit(vmap(train))`` blocks :func:`socialjax.train.run` builds, compiled
@@ -37,6 +41,7 @@ runs of a batched call), times ``num_agents`` for agent-steps. Evaluation inside
     python scripts/bench_train.py --which cleanup --envs 16 --rollout 128 --updates 4
     python scripts/bench_train.py --which cleanup --envs 256 --rollout 1000 --updates 1 --minibatches 500 \
         --repeats 1 --no-warmup
+    python scripts/bench_train.py --which cleanup_cpu --updates 2 --set conv=patch
     python scripts/bench_train.py --which ipd --seeds 1024
     python scripts/bench_train.py --which loop --loop-seeds 32
     python scripts/bench_train.py --which single --envs 16 --rollout 128 --updates 2
@@ -59,13 +64,15 @@ import numpy as np
 from check_io import compiled, timed  # scripts/check_io.py, shared with the accelerator check
 
 import socialjax as sj
+from socialjax.agents.networks import resolve_conv
 from socialjax.cli.common import config_overrides, key_value
+from socialjax.reproduce import cleanup_scales
 from socialjax.train import TrainConfig, make_train, run_keys
 from socialjax.train import rollout as loop
 from socialjax.train.devices import compile_blocks, device_program, lay_out, place_blocks
 from socialjax.train.presets import get_preset
 
-WHICH = ("cleanup", "ipd", "loop", "single", "cost")
+WHICH = ("cleanup", "cleanup_cpu", "ipd", "loop", "single", "cost")
 
 # NVIDIA H100 SXM5 datasheet peaks (dense, no sparsity), for the lower bounds of ``cost``
 H100_FP32_FLOPS = 67e12
@@ -145,8 +152,22 @@ def cleanup_setup(args, **changes):
     return env, preset.make_config(**overrides)
 
 
+def bench_cleanup_cpu(args) -> list[dict]:
+    env = sj.make("cleanup_ssd", **cleanup_scales.CPU_ENV_OPTIONS)
+    overrides = dict(cleanup_scales.CPU_IPPO, num_updates=args.updates, log_every=0)
+    overrides.update(config_overrides(args.overrides))
+    config = TrainConfig().replace(**overrides)
+    train = jax.jit(make_train(env, config))
+    key = run_keys([0])[0]
+    program, comp = compiled(train, key)
+    print(f"cleanup cpu scale x{args.updates} updates: compiled in {comp:.1f}s", file=sys.stderr, flush=True)
+    times = timed(lambda: program(key), args.repeats, not args.no_warmup)
+    return [row("IPPO cleanup, reproduce cpu scale", env, config, 1, times, comp,
+                describe(config))]
+
+
 def describe(config: TrainConfig) -> str:
-    return (f"{config.seating}, network {config.network}, conv {config.conv}, {config.precision}, "
+    return (f"{config.seating}, network {config.network}, conv {resolve_conv(config.conv)}, {config.precision}, "
             f"{config.update_epochs} epochs x {config.num_minibatches} minibatches")
 
 
@@ -384,7 +405,9 @@ def main(argv: list[str] | None = None) -> int:
         if w == "cost":
             costs += bench_cost(args)
             continue
-        rows += {"cleanup": bench_cleanup, "ipd": bench_ipd, "loop": bench_loop, "single": bench_single}[w](args)
+        bench = {"cleanup": bench_cleanup, "cleanup_cpu": bench_cleanup_cpu, "ipd": bench_ipd, "loop": bench_loop,
+                 "single": bench_single}
+        rows += bench[w](args)
     end_load = os.getloadavg()
     print(markdown(rows, command, device, load) if rows else f"command: `{command}`\ndevice: {device}")
     if costs:

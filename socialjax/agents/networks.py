@@ -25,10 +25,12 @@ the convolutions of the grid encoders (beside the ``ready_to_zap`` flag).
 
 Two settings do not change the parameters, only how they are computed:
 
-- ``conv``: ``"patch"`` computes each convolution as one matrix product over image
-  patches (:class:`Conv2D`), fast on XLA's CPU backend when vmapped over members;
-  ``"xla"`` calls ``lax.conv_general_dilated`` (flax ``nn.Conv``), fast on GPUs.
-  :func:`resolve_conv` turns ``"auto"`` into one of them for the default backend.
+- ``conv``: how each convolution (:class:`Conv2D`) is computed, one of the functions of
+  :mod:`socialjax.agents.convolution`: ``"patch"`` (one matrix product over image
+  patches), ``"xla"`` (``lax.conv_general_dilated``, what flax's ``nn.Conv`` calls:
+  fastest on GPUs) or ``"looped"`` (XLA's convolution with hand-written gradients,
+  population members one after another: fastest on XLA's CPU backend).
+  :func:`resolve_conv` turns ``"auto"`` into ``"looped"`` or ``"xla"`` for the default backend.
 - ``dtype``: the compute dtype. ``jnp.bfloat16`` runs the embeddings, convolutions and
   dense layers in bfloat16 with float32 parameters; the GRU and its state stay float32,
   and the logits, values and Q-values are returned as float32.
@@ -56,11 +58,12 @@ import jax.numpy as jnp
 import numpy as np
 from jax.lax import Precision
 
+from socialjax.agents.convolution import CONVOLUTIONS
 from socialjax.core.spaces import Box, Dict, Space
 
 ENCODERS = ("auto", "mlp", "onehot", "cnn", "cnn_sj")
 GRID_ENCODERS = ("cnn", "cnn_sj")
-CONVS = ("auto", "patch", "xla")
+CONVS = ("auto", "patch", "xla", "looped")
 PRECISIONS = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 HIGHEST = Precision.HIGHEST
 MAX_ONEHOT_CLASSES = 256  # integer features with more values than this are fed as floats
@@ -68,15 +71,15 @@ COPLAYER = "coplayer"  # the key of the co-player view in an observation (TrainC
 
 
 def resolve_conv(conv: str, backend: str | None = None) -> str:
-    """``"patch"`` or ``"xla"``: ``conv`` itself, or for ``"auto"`` the patch matrix product
-    on the CPU backend and XLA's convolution on any other (``backend`` defaults to
-    ``jax.default_backend()``)."""
+    """``"patch"``, ``"xla"`` or ``"looped"``: ``conv`` itself, or for ``"auto"`` the looped
+    convolution on the CPU backend and XLA's convolution on any other (``backend``
+    defaults to ``jax.default_backend()``)."""
     if conv not in CONVS:
         raise ValueError(f"conv must be one of {CONVS}, got {conv!r}")
     if conv != "auto":
         return conv
     backend = jax.default_backend() if backend is None else backend
-    return "patch" if backend == "cpu" else "xla"
+    return "looped" if backend == "cpu" else "xla"
 
 
 def compute_dtype(precision: str) -> Any:
@@ -144,7 +147,7 @@ class Encoder(nn.Module):
     hidden: int = 64
     embed_dim: int = 8
     channels: int = 32
-    conv: str = "patch"  # "patch" | "xla": how the convolutions are computed (same parameters)
+    conv: str = "patch"  # "patch" | "xla" | "looped": how the convolutions are computed (same parameters)
     dtype: Any = jnp.float32  # compute dtype; parameters are float32 either way
 
     @nn.compact
@@ -186,16 +189,10 @@ class Conv2D(nn.Module):
     ``nn.Conv(features, (size, size))``: ``kernel (size, size, C, features)`` (init
     ``kernel_init``, LeCun-normal by default, as flax's) and ``bias (features,)`` (zeros).
 
-    ``impl`` chooses how it is computed, never what it computes (the two agree up to float
-    rounding, and a checkpoint made with one runs with the other):
-
-    - ``"patch"``: one matrix product over image patches. Vmapped over population
-      members this stays a batched matrix product, whereas ``vmap`` turns a convolution
-      with per-member kernels into a grouped convolution, which XLA's CPU backend runs
-      several times slower (see BENCHMARKS.md, training).
-    - ``"xla"``: ``lax.conv_general_dilated``, what ``nn.Conv`` calls: on a GPU the
-      convolution kernels beat the patch product, which copies every input ``size**2``
-      times.
+    ``impl`` chooses how it is computed, never what it computes (the three agree up to
+    float rounding, and a checkpoint made with one runs with another): ``"patch"``,
+    ``"xla"`` or ``"looped"``, the functions of :mod:`socialjax.agents.convolution`
+    (whose docstring says where each is fast; BENCHMARKS.md, training, has the numbers).
 
     ``dtype`` is the compute dtype: the input, kernel and bias are cast to it (the
     parameters themselves stay float32).
@@ -212,22 +209,10 @@ class Conv2D(nn.Module):
         k, c = self.size, x.shape[-1]
         kernel = self.param("kernel", self.kernel_init, (k, k, c, self.features))
         bias = self.param("bias", nn.initializers.zeros_init(), (self.features,))
+        if self.impl not in CONVOLUTIONS:
+            raise ValueError(f"Conv2D impl must be one of {tuple(CONVOLUTIONS)}, got {self.impl!r}")
         x, kernel, bias = (a.astype(self.dtype) for a in (x, kernel, bias))
-        h, w = x.shape[-3], x.shape[-2]
-        lo, hi = (k - 1) // 2, k - 1 - (k - 1) // 2  # SAME padding: the extra row/column (even k) at the end
-        if self.impl == "xla":
-            lead = x.shape[:-3]
-            y = jax.lax.conv_general_dilated(
-                x.reshape(-1, h, w, c), kernel, (1, 1), [(lo, hi), (lo, hi)],
-                dimension_numbers=("NHWC", "HWIO", "NHWC"),
-            )
-            return y.reshape(*lead, h, w, self.features) + bias
-        if self.impl != "patch":
-            raise ValueError(f"Conv2D impl must be 'patch' or 'xla', got {self.impl!r}")
-        xp = jnp.pad(x, [(0, 0)] * (x.ndim - 3) + [(lo, hi), (lo, hi), (0, 0)])
-        # patch features ordered (row offset, column offset, channel): the kernel's layout
-        patches = jnp.concatenate([xp[..., i : i + h, j : j + w, :] for i in range(k) for j in range(k)], axis=-1)
-        return patches @ kernel.reshape(k * k * c, self.features) + bias
+        return CONVOLUTIONS[self.impl](x, kernel) + bias
 
 
 PatchConv = Conv2D  # the former name (``impl="patch"`` is the default)
@@ -283,8 +268,8 @@ def orthogonal(scale: float = 1.0):
 
 class _Network(nn.Module):
     """Fields every network has: the encoder's spec and sizes, the action count,
-    whether a GRU carries memory, how convolutions are computed (``"patch"`` or
-    ``"xla"``, see :class:`Conv2D`) and the compute dtype (float32 or bfloat16)."""
+    whether a GRU carries memory, how convolutions are computed (``"patch"``, ``"xla"``
+    or ``"looped"``, see :class:`Conv2D`) and the compute dtype (float32 or bfloat16)."""
 
     spec: EncoderSpec
     num_actions: int

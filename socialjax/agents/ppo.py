@@ -7,7 +7,7 @@ rate. PPO clips the probability ratio and the value change and makes several epo
 of minibatch passes; A2C makes one full-batch pass of the plain policy gradient with
 a learned baseline.
 
-The network's ``conv`` (``"patch"``, ``"xla"`` or ``"auto"``) and ``precision``
+The network's ``conv`` (``"patch"``, ``"xla"``, ``"looped"`` or ``"auto"``) and ``precision``
 (``"float32"`` or ``"bfloat16"``: bfloat16 compute, float32 parameters, Adam state and
 loss) are passed to :class:`~socialjax.agents.networks.ActorCritic`.
 

@@ -31,7 +31,7 @@ REWARDS = ("individual", "common", "inequity_aversion", "svo", "exchange")  # so
 # the network options (socialjax.agents.networks: ENCODERS, CONVS, PRECISIONS; written
 # out here so that reading a config does not import JAX)
 NETWORKS = ("auto", "mlp", "onehot", "cnn", "cnn_sj")
-CONVS = ("auto", "patch", "xla")
+CONVS = ("auto", "patch", "xla", "looped")
 PRECISIONS = ("float32", "bfloat16")
 SEATINGS = ("independent", "shared", "grouped", "random", "fixed")
 SELECTIONS = ("none", "truncation", "pbt", "imitate")
@@ -57,7 +57,7 @@ class TrainConfig:
     recurrent: bool = False  # GRU core (PPO/A2C)
     embed_dim: int = 8  # CNN: embedding width of a grid code
     channels: int = 32  # CNN: channels of each convolution
-    conv: str = "auto"  # CNN: patch (matrix product, fast on CPU) | xla (lax.conv, fast on GPU) | auto (by backend)
+    conv: str = "auto"  # CNN: looped (fast on CPU) | xla (fast on GPU) | patch | auto (by backend)
     precision: str = "float32"  # float32 | bfloat16 (bf16 compute; float32 parameters and optimiser state)
     # schedule -----------------------------------------------------------------------
     num_envs: int = 16

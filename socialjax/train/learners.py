@@ -20,7 +20,7 @@ from socialjax.train.seated import coplayer_space
 def make_learner(env, config: TrainConfig, seats_per_learner: int, params=None) -> Learner:
     """The learner object for ``config.algo`` on ``env``'s observation and action spaces,
     ``seats_per_learner`` seats each. ``config.conv="auto"`` is resolved for
-    ``jax.default_backend()`` (patch convolutions on the CPU, XLA's elsewhere)."""
+    ``jax.default_backend()`` (the looped convolution on the CPU, XLA's elsewhere)."""
     params = env.default_params if params is None else params
     space = env.observation_space(params)
     if config.coplayer_id:  # every scripted member, held-out bots too, must be describable

@@ -95,8 +95,10 @@ MEMBERS, BATCH, ACTIONS = 3, 4, 5
 # variant is the reference
 VARIANTS = {
     "cnn_sj": (ActorCritic, CODES, "cnn_sj", False,
-               [("patch", "float32"), ("xla", "float32"), ("patch", "bfloat16"), ("xla", "bfloat16")]),
-    "cnn_rgb_gru": (ActorCritic, RGB, "cnn", True, [("patch", "float32"), ("xla", "float32"), ("xla", "bfloat16")]),
+               [("patch", "float32"), ("xla", "float32"), ("looped", "float32"), ("patch", "bfloat16"),
+                ("looped", "bfloat16"), ("xla", "bfloat16")]),
+    "cnn_rgb_gru": (ActorCritic, RGB, "cnn", True,
+                    [("patch", "float32"), ("xla", "float32"), ("looped", "float32"), ("xla", "bfloat16")]),
     "q_mlp": (QNetwork, VECTOR, "mlp", False, [("patch", "float32"), ("patch", "bfloat16")]),
 }
 
@@ -166,7 +168,7 @@ def leaves(out):
 
 
 @pytest.mark.parametrize("name", ["cnn_sj", "cnn_rgb_gru"])
-def test_xla_and_patch_convolutions_give_the_same_network(outputs, name):
+def test_every_convolution_gives_the_same_network(outputs, name):
     """Same parameters (names, shapes, initial values) whatever ``conv`` and
     ``precision``, and with the same parameters the same outputs, vmapped over members."""
     init_a, init_b = outputs[name, "init"]
@@ -174,10 +176,11 @@ def test_xla_and_patch_convolutions_give_the_same_network(outputs, name):
     for a, b in zip(jax.tree_util.tree_leaves(init_a), jax.tree_util.tree_leaves(init_b)):
         assert a.dtype == b.dtype == np.float32
         np.testing.assert_array_equal(a, b)
-    ref, got = leaves(outputs[name, "patch", "float32"]), leaves(outputs[name, "xla", "float32"])
-    for want, have in zip(ref, got):
-        assert have.shape == want.shape and have.dtype == want.dtype == np.float32
-        np.testing.assert_allclose(have, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+    ref = leaves(outputs[name, "patch", "float32"])
+    for conv in ("xla", "looped"):
+        for want, have in zip(ref, leaves(outputs[name, conv, "float32"])):
+            assert have.shape == want.shape and have.dtype == want.dtype == np.float32
+            np.testing.assert_allclose(have, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
 
 
 @pytest.mark.parametrize("name", list(VARIANTS))
@@ -264,18 +267,18 @@ def test_grid_observations_other_entries_reach_the_features():
 
 
 def test_conv_and_precision_settings_are_checked_and_resolved():
-    """``conv="auto"`` is the patch product on the CPU backend and XLA's convolution
+    """``conv="auto"`` is the looped convolution on the CPU backend and XLA's convolution
     elsewhere, resolved when the learner is built; unknown values are rejected before
     anything is compiled; ``socialjax train --set conv=xla`` reaches the config."""
     from socialjax.cli.common import config_overrides, key_value
 
-    assert resolve_conv("auto", "cpu") == "patch"
+    assert resolve_conv("auto", "cpu") == "looped"
     assert resolve_conv("auto", "gpu") == resolve_conv("auto", "tpu") == "xla"
     assert resolve_conv("patch", "gpu") == "patch" and resolve_conv("xla", "cpu") == "xla"
     env = sj.make("cleanup")
     for algo in ("ppo", "dqn"):
         net = make_learner(env, TrainConfig(algo=algo, precision="bfloat16"), 4).net
-        assert net.conv == ("patch" if jax.default_backend() == "cpu" else "xla")
+        assert net.conv == ("looped" if jax.default_backend() == "cpu" else "xla")
         assert net.dtype == jnp.bfloat16
         assert make_learner(env, TrainConfig(algo=algo, conv="xla"), 4).net.dtype == jnp.float32
     for field, bad in (("conv", "gpu"), ("precision", "float16"), ("network", "resnet")):
