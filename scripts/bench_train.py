@@ -10,7 +10,8 @@ Three measurements (``--which``, comma-separated):
 - ``cleanup_cpu``: the Clean Up of the reproduce entries' ``cpu`` scale
   (:mod:`socialjax.reproduce.cleanup_scales`: ``cleanup_ssd`` on its small map, 3 players,
   one shared network, the small CNN, 16 games x 125 steps, 2 epochs x 2 minibatches),
-  ``--updates`` updates per call, ``--set`` overrides applied;
+  ``--updates`` updates per call, ``--cpu-seeds`` seeds vmapped in one call (as
+  ``socialjax reproduce`` runs them; default 1), ``--set`` overrides applied;
 - ``ipd``: a population run of ``--seeds`` seeds on ``ipd`` (a small PPO learner, MLP
   on the one-hot memory-one observation, against a fixed TFT co-player), the same
   per-device ``jit(vmap(train))`` blocks :func:`socialjax.train.run` builds, compiled
@@ -157,13 +158,18 @@ def bench_cleanup_cpu(args) -> list[dict]:
     overrides = dict(cleanup_scales.CPU_IPPO, num_updates=args.updates, log_every=0)
     overrides.update(config_overrides(args.overrides))
     config = TrainConfig().replace(**overrides)
-    train = jax.jit(make_train(env, config))
-    key = run_keys([0])[0]
-    program, comp = compiled(train, key)
-    print(f"cleanup cpu scale x{args.updates} updates: compiled in {comp:.1f}s", file=sys.stderr, flush=True)
-    times = timed(lambda: program(key), args.repeats, not args.no_warmup)
-    return [row("IPPO cleanup, reproduce cpu scale", env, config, 1, times, comp,
-                describe(config))]
+    n = args.cpu_seeds
+    if n == 1:
+        train = jax.jit(make_train(env, config))
+        key = run_keys([0])[0]
+        program, comp = compiled(train, key)
+        call = lambda: program(key)  # noqa: E731
+    else:  # the seeds vmapped, as `socialjax reproduce` runs them
+        call, comp = batched_program(env, config, n)
+    print(f"cleanup cpu scale x{args.updates} updates, {n} seed(s): compiled in {comp:.1f}s", file=sys.stderr,
+          flush=True)
+    times = timed(call, args.repeats, not args.no_warmup)
+    return [row(f"IPPO cleanup, reproduce cpu scale, {n} seed(s)", env, config, n, times, comp, describe(config))]
 
 
 def describe(config: TrainConfig) -> str:
@@ -377,6 +383,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--variants", default=",".join(COST_VARIANTS),
                    help="cost: comma-separated seating/network/conv/precision entries")
     p.add_argument("--seeds", type=int, default=1024, help="ipd: seeds in the population run")
+    p.add_argument("--cpu-seeds", type=int, default=1, help="cleanup_cpu: seeds in one vmapped call")
     p.add_argument("--loop-seeds", type=int, default=32, help="loop: runs, vmapped vs one by one")
     p.add_argument("--ipd-envs", type=int, default=16, help="ipd/loop: games per update per run")
     p.add_argument("--ipd-rollout", type=int, default=100, help="ipd/loop: rollout length (one 100-round game)")

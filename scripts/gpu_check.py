@@ -104,6 +104,7 @@ PARTS = (
     Part("train-shared-cnn-bf16", 60),
     Part("train-shared-cnn_sj", 50),
     Part("train-paper-preset", 50),
+    Part("train-shared-cnn-looped", 50, default=False),  # conv="looped" (the CPU's choice) timed on a GPU
     Part("peer-env", 60, needs_peer=True),
     Part("peer-train", 70, needs_peer=True),
     Part("sweep", 90),
@@ -128,6 +129,7 @@ TRAIN_VARIANTS = {
     "train-shared-cnn-bf16": dict(seating="shared", network="cnn", precision="bfloat16"),
     "train-shared-cnn_sj": dict(seating="shared", network="cnn_sj", precision="float32"),
     "train-paper-preset": {},
+    "train-shared-cnn-looped": dict(seating="shared", network="cnn", precision="float32", conv="looped"),
 }
 TIMED_CALLS = 2  # after one untimed call
 # (c) the sweep
@@ -347,7 +349,8 @@ def worker_reproduce(row, tiny: bool, part: str, out: str, **_):
 
 WORKERS: dict[str, Callable] = {
     "envs": worker_envs, "train-shared-cnn": worker_train, "train-shared-cnn-bf16": worker_train,
-    "train-shared-cnn_sj": worker_train, "train-paper-preset": worker_train, "sweep": worker_sweep,
+    "train-shared-cnn_sj": worker_train, "train-paper-preset": worker_train, "train-shared-cnn-looped": worker_train,
+    "sweep": worker_sweep,
     "determinism": worker_determinism, "profile": worker_profile,
     **{f"reproduce-{name}": worker_reproduce for name in GPU_ENTRIES},
 }

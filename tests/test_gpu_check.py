@@ -25,8 +25,10 @@ sys.path.insert(0, str(SCRIPTS))
 import gpu_check  # noqa: E402
 import peer_socialjax  # noqa: E402
 
-# every part but the peer's and the entries' other than the default one (each its pipeline check), the tests part too
-TINY_PARTS = [p.name for p in gpu_check.PARTS if not p.needs_peer and (p.default or p.name == "tests")]
+# every part but the peer's and the entries' other than the default one (each its pipeline check), the tests part
+# and every training part too
+TINY_PARTS = [p.name for p in gpu_check.PARTS
+              if not p.needs_peer and (p.default or p.name == "tests" or p.name.startswith("train-"))]
 
 
 @pytest.fixture(scope="module")
@@ -79,6 +81,7 @@ def test_the_tiny_check_measures_what_the_rows_say(tiny_report):
     assert parts["train-shared-cnn"]["rows"][1]["learners"] == 1
     assert parts["train-shared-cnn-bf16"]["rows"][1]["precision"] == "bfloat16"
     assert parts["train-shared-cnn_sj"]["rows"][1]["network"] == "cnn_sj"
+    assert parts["train-shared-cnn-looped"]["rows"][1]["conv"] == "looped"
     (sweep,) = parts["sweep"]["rows"]
     assert sweep["exit_code"] == 0 and sweep["per_device"] == gpu_check.TINY_SWEEP["seeds"] and sweep["chunk"] is None
     assert sweep["memory_bytes"] > 0
