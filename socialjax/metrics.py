@@ -101,8 +101,13 @@ def collective_return(returns: jax.Array) -> jax.Array:
 
 def efficiency(returns: jax.Array, episode_length: jax.Array | int) -> jax.Array:
     """Utilitarian efficiency ``U = sum_i R^i / T``. ``returns``: ``(..., N)``;
-    ``episode_length`` ``T``: ``(...)`` or a scalar; result ``(...)`` float32."""
-    return collective_return(returns) / jnp.asarray(episode_length, jnp.float32)
+    ``episode_length`` ``T``: ``(...)`` or a scalar; result ``(...)`` float32.
+    ``T`` must be at least 1: a concrete ``T <= 0`` raises ``ValueError``; a traced one
+    (under ``jit``) gives **NaN** there (undefined, as :func:`equality` for a sum <= 0)."""
+    length = jnp.asarray(episode_length, jnp.float32)
+    if not isinstance(length, jax.core.Tracer) and bool(jnp.any(length <= 0)):
+        raise ValueError(f"efficiency needs an episode length of at least 1 step, got {np.asarray(episode_length)}")
+    return jnp.where(length > 0, collective_return(returns) / jnp.where(length > 0, length, 1.0), jnp.nan)
 
 
 def equality(returns: jax.Array) -> jax.Array:
@@ -161,6 +166,8 @@ def episode_metrics(
     if rewards.ndim != 2:
         raise ValueError(f"rewards must have shape (T, N), got {rewards.shape}")
     num_steps, n = rewards.shape
+    if num_steps < 1:
+        raise ValueError(f"rewards must hold at least one step, got shape {rewards.shape}")
     if removed is None:
         removed = jnp.zeros((num_steps, n), bool)
     removed = jnp.asarray(removed)

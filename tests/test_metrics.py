@@ -101,6 +101,19 @@ def test_efficiency_and_collective_return():
     assert metrics.efficiency(jnp.array([1.0, 2.0, -0.5]), 5) == f32(0.5)
 
 
+@pytest.mark.parametrize("length", [0, -3, jnp.array([4, 0])])
+def test_efficiency_refuses_an_episode_of_no_steps(length):
+    """A horizon below 1 step is an error where it is known, NaN (undefined) under jit;
+    never inf."""
+    returns = jnp.array([[1.0, 2.0], [3.0, 1.0]])
+    with pytest.raises(ValueError, match="at least 1 step"):
+        metrics.efficiency(returns, length)
+    traced = np.asarray(jax.jit(metrics.efficiency)(returns, length))
+    assert np.isnan(traced[-1]) and not np.isinf(traced).any()
+    with pytest.raises(ValueError, match="at least one step"):
+        metrics.episode_metrics(jnp.zeros((0, 2)))
+
+
 # --------------------------------------------------------------------------- accumulator
 @functools.partial(jax.jit, static_argnums=(0, 1))
 def _scan_accumulator(num_agents, event_keys, rewards, dones, infos):

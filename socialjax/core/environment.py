@@ -207,6 +207,10 @@ class Environment(Generic[TState, TParams]):
         Returns ``(actions, invalid)`` with ``invalid`` of shape ``(N,)``.
         """
         space = self.action_space(params)
+        outside = _outside_before_cast(actions, space)
+        if outside is not None:  # a value JAX's 32-bit cast would have wrapped into the range
+            actions = np.where(outside.reshape(outside.shape + (1,) * (np.ndim(actions) - 1)),
+                               self.noop_action, np.asarray(actions)).astype(np.int64)
         actions = jnp.asarray(actions)
         expected = (self.num_agents,) + tuple(space.shape)
         if actions.shape != expected:
@@ -224,12 +228,45 @@ class Environment(Generic[TState, TParams]):
         elif not (jnp.issubdtype(actions.dtype, jnp.floating) or jnp.issubdtype(actions.dtype, jnp.integer)):
             raise TypeError(f"{self.name}: actions must be numeric for {space}, got dtype {actions.dtype}")
         valid = space.valid(actions)
+        if outside is not None:
+            valid = valid & ~jnp.asarray(outside.reshape(valid.shape))
         noop = jnp.asarray(self.noop_action, dtype=space.dtype)
         actions = jnp.where(valid.reshape(valid.shape + (1,) * len(space.shape)), actions.astype(space.dtype), noop)
         return actions, ~valid
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, num_agents={self.num_agents})"
+
+
+def _outside_before_cast(actions: Any, space: Any) -> np.ndarray | None:
+    """For host integer actions (numpy or Python ints, not JAX arrays): per agent, whether
+    a value lies outside the space's integer range, computed on the host before
+    ``jnp.asarray`` casts 64-bit integers to 32 bits (with x64 off ``2**63`` as uint64 or
+    ``2**40`` as int64 would wrap to a valid-looking action). The caller puts the no-op
+    in those agents' places before the cast. ``None`` where no host value is out of range,
+    and for anything else (JAX arrays and tracers are already in a dtype JAX holds)."""
+    if isinstance(actions, jax.Array) or not isinstance(space, (Discrete, Box)):
+        return None
+    try:
+        host = np.asarray(actions)
+    except (TypeError, ValueError):
+        return None
+    if host.dtype.kind not in "iu" or host.ndim < 1:
+        return None
+    if isinstance(space, Discrete):
+        low, high = 0, space.n - 1
+    elif np.issubdtype(space.dtype, np.integer):
+        low, high = space.low.astype(object), space.high.astype(object)
+    else:
+        return None
+    # compared as Python ints: exact for any 64-bit value
+    values = host.astype(object)
+    try:
+        bad = (values < low) | (values > high)
+    except ValueError:  # a shape the caller's check will refuse
+        return None
+    bad = np.asarray(bad, bool).reshape(host.shape[0], -1).any(axis=1)
+    return bad if bad.any() else None
 
 
 def _as_jax(tree: Any) -> Any:

@@ -51,7 +51,10 @@ class Discrete(Space):
 
     def valid(self, x):
         x = jnp.asarray(x)
-        return (x >= 0) & (x < self.n)
+        inside = (x >= 0) & (x < self.n)
+        if jnp.issubdtype(x.dtype, jnp.floating):  # 0.5 is not an action (NaN fails every comparison)
+            inside = inside & (x == jnp.floor(x))
+        return inside
 
     def __repr__(self):
         return f"Discrete({self.n})"
@@ -99,6 +102,8 @@ class Box(Space):
         inside = (x >= self.low) & (x <= self.high)
         if jnp.issubdtype(x.dtype, jnp.floating):
             inside = inside & ~jnp.isnan(x)
+            if jnp.issubdtype(self.dtype, jnp.integer):  # an integer box holds integers only
+                inside = inside & (x == jnp.floor(x))
         axes = tuple(range(x.ndim - len(self.shape), x.ndim))
         return jnp.all(inside, axis=axes) if axes else inside
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from socialjax.core.environment import Environment
@@ -215,7 +216,8 @@ class JaxMARLAdapter(Wrapper):
 
     # -------------------------------------------------------------- conversions
     def stack(self, actions: dict[str, Any]) -> jax.Array:
-        """``{agent: (*action_shape)}`` -> ``(N, *action_shape)`` in agent order."""
+        """``{agent: (*action_shape)}`` -> ``(N, *action_shape)`` in agent order (numpy where
+        every value is a host value, else a JAX array)."""
         if not isinstance(actions, dict):
             raise TypeError(f"{self.name}: actions must be a dict keyed by {self.agents}, got {type(actions).__name__}")
         missing = [a for a in self.agents if a not in actions]
@@ -225,7 +227,12 @@ class JaxMARLAdapter(Wrapper):
                 f"{self.name}: actions must have exactly the keys {self.agents}; "
                 f"missing {missing}, unknown {extra}"
             )
-        return jnp.stack([jnp.asarray(actions[agent]) for agent in self.agents])
+        values = [actions[agent] for agent in self.agents]
+        if any(isinstance(v, jax.Array) for v in values):
+            return jnp.stack([jnp.asarray(v) for v in values])
+        # host values stay numpy, so that the environment sees a 64-bit action before
+        # JAX's cast would wrap it into range (Environment.prepare_actions flags it)
+        return np.stack([np.asarray(v) for v in values])
 
     def unstack(self, tree: Any) -> dict[str, Any]:
         """A pytree whose leaves are ``(N, ...)`` -> ``{agent: tree of (...)}``."""

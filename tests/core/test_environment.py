@@ -80,6 +80,31 @@ def test_out_of_range_actions_become_the_noop_and_are_flagged():
     np.testing.assert_array_equal(info["invalid_action"], [True, True])
 
 
+@pytest.mark.parametrize("actions", [
+    np.array([2**63, 0], np.uint64),  # wraps to 0 in JAX's 32-bit cast
+    np.array([2**40, 0], np.int64),  # wraps to 0 too
+    np.array([-(2**40), 0], np.int64),
+    [2**33, 0],  # Python ints
+], ids=["uint64", "int64", "negative int64", "python int"])
+def test_64_bit_actions_out_of_range_are_flagged_not_wrapped(actions):
+    """With x64 off JAX casts host 64-bit integers to 32 bits, which can wrap a huge
+    action onto a valid one: the range is checked on the host first. The same through
+    the JaxMARL adapter's dict of actions."""
+    env = Counter(2)
+    _, state = env.reset(KEY)
+    _, _, reward, _, info = env.step(KEY, state, actions)
+    np.testing.assert_array_equal(info["invalid_action"], [True, False])
+    np.testing.assert_array_equal(reward, [1.0, 0.0])  # the no-op (1) for the first agent
+    ipd = sj.JaxMARLAdapter(sj.make("ipd"))
+    _, st = ipd.reset(KEY)
+    out = ipd.step(KEY, st, dict(zip(ipd.agents, np.asarray(actions))))
+    assert bool(out[4]["invalid_action"][0]) and not bool(out[4]["invalid_action"][1])
+    # in range, 64-bit actions are taken as they are
+    _, _, reward, _, info = env.step(KEY, state, np.array([0, 1], np.int64))
+    np.testing.assert_array_equal(info["invalid_action"], [False, False])
+    np.testing.assert_array_equal(reward, [0.0, 1.0])
+
+
 def test_vmapped_episodes_reset_independently():
     env = Counter(2)
     keys = jax.random.split(KEY, 2)

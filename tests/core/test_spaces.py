@@ -29,6 +29,16 @@ def test_discrete_valid_and_contains():
     assert not bool(space.contains(jnp.int32(3)))
 
 
+def test_discrete_and_integer_box_hold_integers_only():
+    """A float that is not a whole number (or NaN) is not an action; 1.0 is."""
+    space = Discrete(2)
+    np.testing.assert_array_equal(space.valid(jnp.array([0.5, 1.0, jnp.nan, 0.0])), [False, True, False, True])
+    assert not bool(space.contains(0.5)) and bool(space.contains(1.0))
+    box = Box(0, 3, (2,), jnp.int32)
+    assert not bool(box.contains(jnp.array([1.5, 2.0]))) and bool(box.contains(jnp.array([1.0, 2.0])))
+    assert bool(Box(0.0, 1.0, ()).contains(0.5))  # a float box keeps its fractions
+
+
 def test_discrete_valid_under_jit():
     space = Discrete(2)
     valid = jax.jit(space.valid)(jnp.array([0, 1, 2]))
