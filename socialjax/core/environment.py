@@ -107,17 +107,25 @@ class Environment(Generic[TState, TParams]):
         """A copy of this environment whose default params have ``changes`` applied
         (validated). The original is untouched, so functions already jitted on it keep
         their meaning. A nested list or tuple (e.g. a payoff table read from a JSON
-        config) becomes one array of the default's dtype, not a tree of scalars."""
+        config) becomes one array of the default's dtype, not a tree of scalars. Each
+        value must have its default's shape (one set of params: a list where the
+        default is a number is an error, not a per-agent value; sweep by vmapping over
+        params) and fit the dtype it is stored in (``1e39`` overflows float32)."""
         fields = self.params_cls.field_names()
         unknown = sorted(set(changes) - set(fields))
         if unknown:
             raise ValueError(
                 f"{self.name}: unknown parameter(s) {unknown}; valid parameters: {fields}"
             )
-        changes = {k: np.asarray(v, np.asarray(getattr(self.default_params, k)).dtype)
-                   if isinstance(v, (list, tuple)) else v for k, v in changes.items()}
-        params = self.default_params.replace(**changes).validate()
+        lists = [k for k, v in changes.items() if isinstance(v, (list, tuple))]
+        values = {k: np.asarray(v) if k in lists else v for k, v in changes.items()}
+        params = self.default_params.replace(**values).validate()  # ranges, checked in float64
         self.check_params(params)
+        for name in changes:  # then the default's shape and dtype
+            default = getattr(self.default_params, name)
+            _check_storable(f"{self.name}: {self.params_cls.__name__}.{name}", getattr(params, name), default)
+        params = params.replace(**{k: np.asarray(getattr(params, k), np.asarray(getattr(self.default_params, k)).dtype)
+                                   for k in lists})
         env = copy.copy(self)
         env._default_params = _as_jax(params)
         return env
@@ -236,6 +244,32 @@ class Environment(Generic[TState, TParams]):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, num_agents={self.num_agents})"
+
+
+def _check_storable(name: str, value: Any, default: Any) -> None:
+    """``ValueError`` naming ``name`` unless a concrete ``value`` has the shape of the
+    param's ``default`` and stays finite (floats) or in range (integers) in the
+    default's dtype, the one the environment computes in."""
+    if isinstance(value, jax.core.Tracer) or isinstance(value, (bool, np.bool_)):
+        return
+    want, got = np.shape(default), np.shape(value)
+    if got != want:
+        raise ValueError(f"{name} must have shape {want} (its default's), got {got}: one set of params per "
+                         "environment; to sweep values, vmap over params.replace(...) (README, Quick start)")
+    dtype = np.asarray(default).dtype
+    try:
+        host = np.asarray(value, np.float64)
+    except (TypeError, ValueError):
+        return  # not a number: validate() names it
+    if np.issubdtype(dtype, np.floating):
+        with np.errstate(over="ignore"):
+            stored = host.astype(dtype)
+        if np.any(np.isfinite(host) & ~np.isfinite(stored)):
+            raise ValueError(f"{name}={host.tolist()} overflows {dtype} (largest {np.finfo(dtype).max:.3g})")
+    elif np.issubdtype(dtype, np.integer):
+        info = np.iinfo(dtype)
+        if np.any(np.isfinite(host) & ((host < info.min) | (host > info.max))):
+            raise ValueError(f"{name}={host.tolist()} does not fit {dtype} ([{info.min}, {info.max}])")
 
 
 def _outside_before_cast(actions: Any, space: Any) -> np.ndarray | None:

@@ -251,9 +251,25 @@ def test_make_train_and_run_check_params_before_compiling(ipd, case, no_jit):
         make_train(sj.EpisodeStats(ipd), config, params=params)
 
 
-def test_make_train_rejects_batched_default_params(ipd, no_jit):
-    with pytest.raises(ValueError, match=r"MatrixParams\.noise has shape \(2,\)"):
-        make_train(ipd.with_params(noise=jnp.asarray([0.1, 0.2])), TrainConfig(**TINY))
+def test_with_params_refuses_a_batch_or_a_list_where_the_param_is_a_number(ipd, no_jit):
+    """One set of params per environment: a list is not a per-agent value (sweeps vmap
+    over ``params.replace``)."""
+    for value in (jnp.asarray([0.1, 0.2]), [0.0, 1.0]):
+        with pytest.raises(ValueError, match=r"MatrixParams\.noise must have shape \(\) \(its default's\), got \(2,\)"):
+            ipd.with_params(noise=value)
+    with pytest.raises(ValueError, match=r"noise must have shape"):
+        sj.make("ipd", noise=[0.0, 1.0])
+
+
+@pytest.mark.parametrize("name, changes, match", [
+    ("donor_game", dict(multiplier=1e39), r"DonorParams\.multiplier=1e\+39 overflows float32"),
+    ("donor_game", dict(initial_resources=1e39), r"initial_resources=1e\+39 overflows float32"),
+    ("ipd", dict(payoffs=[[[1e39, 0.0], [5.0, 1.0]], [[0.0, 5.0], [1.0, 1.0]]]), r"payoffs=.* overflows float32"),
+])
+def test_params_are_checked_in_the_dtype_they_are_stored_in(name, changes, match):
+    """Checked in float64, 1e39 passed and then became inf in float32."""
+    with pytest.raises(ValueError, match=match):
+        sj.make(name, **changes)
 
 
 @pytest.mark.parametrize("case", list(BAD_NOISE))
@@ -289,7 +305,7 @@ def test_step_with_a_params_batch_checks_it_on_the_host(ipd):
     with pytest.raises(ValueError, match=r"MatrixParams\.noise=\[0\.1, 5\.0\] is above its maximum 1\.0"):
         ipd.step(KEY, state, jnp.zeros(2, jnp.int32), bad)
     with pytest.raises(ValueError, match="above its maximum"):
-        ipd.with_params(noise=jnp.asarray([0.1, 5.0]))
+        ipd.with_params(noise=5.0)
 
 
 # ---------------------------------------------------------------- traced params: checked
