@@ -210,6 +210,8 @@ def test_save_gif_of_a_rollout_keeps_its_length(tmp_path, frames):
         (np.zeros((2, 4, 4, 3), np.uint8), {"scale": 0}, ValueError),
         (np.zeros((2, 4, 4, 3), np.uint8), {"scale": 1.5}, ValueError),
         (np.zeros((2, 4, 4, 3), np.uint8), {"fps": 0}, ValueError),
+        (np.zeros((2, 4, 4, 3), np.uint8), {"fps": 1e6}, ValueError),  # GIF durations are in 10 ms units
+        (np.zeros((2, 4, 4, 3), np.uint8), {"scale": 1000}, ValueError),
     ],
 )
 def test_save_gif_rejects_bad_input(tmp_path, frames, kwargs, error):
@@ -271,6 +273,10 @@ def test_cli_render_writes_a_gif(tmp_path, capsys):
         (["--env", "harvest_open", "--out", "x.avi"], "unsupported extension '.avi'"),
         (["--env", "harvest_open", "--out", "x"], "unsupported extension"),
         (["--env", "harvest_open", "--out", "x.gif", "--fps", "0"], "expected a positive number"),
+        (["--env", "harvest_open", "--out", "x.gif", "--fps", "1e6"], "expected a number in [0.01, 100]"),
+        (["--env", "harvest_open", "--out", "x.gif", "--scale", "1000"], "expected an integer in [1, 32]"),
+        # refused before the rollout: 10**7 frames of 192x144 px (harvest_open at scale 1) are 776 GiB
+        (["--env", "harvest_open", "--out", "x.gif", "--scale", "1", "--steps", "10000000"], "more than the 2 GiB"),
         (["--env", "harvest_open", "--out", "x.gif", "--option", "bogus=1"], "unknown option"),
         (["--env", "harvest_open", "--out", "x.gif", "--option", "novalue"], "expected KEY=VALUE"),
         (["--out", "x.gif"], "--env"),

@@ -59,7 +59,7 @@ HPARAMS: dict[str, HParam] = {
     "eps_end": HParam(0.05, 0.0, 1.0, probability=True, doc="DQN: epsilon at the end of the decay"),
     "eps_decay": HParam(0.5, 0.0, 1.0, probability=True, doc="DQN: share of training over which epsilon decays"),
     "temperature": HParam(1.0, doc="DQN: Boltzmann exploration temperature"),
-    "aa_beta": HParam(0.0, None, None, doc="Advantage Alignment strength (actor-critic); 0 = off"),
+    "aa_beta": HParam(0.0, 0.0, None, doc="Advantage Alignment strength (actor-critic), at least 0; 0 = off"),
     # reward shaping (TrainConfig.reward). Inequity aversion: alpha 5 and beta 0.05 as in
     # Hughes et al. 2018. SVO: a prosocial 45-degree target (McKee et al. 2020's
     # prosocial orientation) with weight 1, our default. Exchange: s = 1 is selfish.

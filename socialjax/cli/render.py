@@ -12,6 +12,7 @@ import jax.numpy as jnp
 
 from socialjax.cli.common import (
     add_cache_flag,
+    bounded_int,
     check_row,
     ints,
     key_value,
@@ -48,9 +49,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     render.add_argument("--out", required=True, help="output file, .gif or .mp4")
     render.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     render.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    render.add_argument("--fps", type=positive_float, default=10.0, help="frames per second (default 10)")
-    render.add_argument("--scale", type=positive_int, default=2,
-                        help="integer upscaling, nearest neighbour (default 2: 16 px per cell)")
+    render.add_argument("--fps", type=fps_value, default=10.0,
+                        help=f"frames per second, {video.MIN_FPS:g} to {video.MAX_FPS:g} (default 10)")
+    render.add_argument("--scale", type=scale_value, default=2,
+                        help=f"integer upscaling, nearest neighbour, 1 to {video.MAX_SCALE} "
+                             "(default 2: 16 px per cell)")
     render.add_argument("--policy", choices=RENDER_POLICIES, default=None,
                         help="random: uniformly random actions (default); noop: every agent stands still")
     render.add_argument("--option", type=key_value, action="append", default=[], metavar="KEY=VALUE",
@@ -91,6 +94,7 @@ def main(args: argparse.Namespace) -> int:
     if args.policy == "noop":
         noop = jnp.full((env.num_agents,), env.noop_action, jnp.int32)
         policy = lambda key, obs: noop  # noqa: E731
+    _check_size(parser, env, args)
     frames = video.rollout_frames(env, jax.random.key(args.seed), args.steps, policy=policy)
     with store.replacing(out) as tmp:
         video.save_video(frames, tmp, fps=args.fps, scale=args.scale)
@@ -114,6 +118,7 @@ def _render_checkpoint(parser: argparse.ArgumentParser, args: argparse.Namespace
                      "use socialjax evaluate to play it")
     g, s = index
     row = check_row(parser, loaded.train, args.row)
+    _check_size(parser, loaded.env, args)
     result = play(loaded.train, loaded.learners(g, s), jax.random.key(args.seed), args.steps, row=row, render=True,
                   greedy=args.greedy)
     with store.replacing(out) as tmp:
@@ -124,6 +129,26 @@ def _render_checkpoint(parser: argparse.ArgumentParser, args: argparse.Namespace
           f"{loaded.path}, run ({g}, {s}), {'greedy' if args.greedy else 'sampled'} actions, seed {args.seed}), "
           f"{w * args.scale}x{h * args.scale} px, {args.fps:g} fps; return per seat: {returns}")
     return 0
+
+
+def _check_size(parser: argparse.ArgumentParser, env, args: argparse.Namespace) -> None:
+    """Refuse, before the rollout, a video too large to write (``--steps`` x ``--scale``)."""
+    try:
+        video.check_video_size(video.frame_shape(env), args.steps + 1, args.scale)
+    except ValueError as err:
+        parser.error(f"--steps {args.steps} --scale {args.scale}: {err}")
+
+
+def fps_value(text: str) -> float:
+    value = positive_float(text)
+    if not video.MIN_FPS <= value <= video.MAX_FPS:
+        raise argparse.ArgumentTypeError(f"expected a number in [{video.MIN_FPS:g}, {video.MAX_FPS:g}] "
+                                         f"(GIF times frames in 10 ms units), got {text!r}")
+    return value
+
+
+def scale_value(text: str) -> int:
+    return bounded_int(text, 1, f"an integer in [1, {video.MAX_SCALE}]", video.MAX_SCALE)
 
 
 def _renders(name: str) -> bool:

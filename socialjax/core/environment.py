@@ -250,7 +250,7 @@ def _check_storable(name: str, value: Any, default: Any) -> None:
     """``ValueError`` naming ``name`` unless a concrete ``value`` has the shape of the
     param's ``default`` and stays finite (floats) or in range (integers) in the
     default's dtype, the one the environment computes in."""
-    if isinstance(value, jax.core.Tracer) or isinstance(value, (bool, np.bool_)):
+    if isinstance(value, (jax.core.Tracer, bool, np.bool_)):
         return
     want, got = np.shape(default), np.shape(value)
     if got != want:

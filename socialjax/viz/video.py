@@ -102,11 +102,41 @@ def _as_frames(frames) -> np.ndarray:
     return frames
 
 
+# GIF stores each frame's duration in units of 10 ms: above 100 fps a duration rounds to
+# 0, which viewers replace by their own default
+MAX_FPS = 100.0
+MIN_FPS = 0.01  # a frame per 100 s
+MAX_SCALE = 32  # 256 screen pixels per grid cell at 8 pixels per cell
+MAX_VIDEO_BYTES = 2 * 1024**3  # the upscaled frames, held in memory while a video is written
+
+
 def _check_fps_scale(fps, scale) -> None:
-    if isinstance(fps, bool) or not isinstance(fps, (int, float, np.integer, np.floating)) or not fps > 0:
-        raise ValueError(f"fps must be a positive number, got {fps!r}")
-    if isinstance(scale, bool) or not isinstance(scale, (int, np.integer)) or scale < 1:
-        raise ValueError(f"scale must be a positive int, got {scale!r}")
+    if (isinstance(fps, bool) or not isinstance(fps, (int, float, np.integer, np.floating))
+            or not MIN_FPS <= fps <= MAX_FPS):
+        raise ValueError(f"fps must be a number in [{MIN_FPS:g}, {MAX_FPS:g}] (GIF times frames in 10 ms units), "
+                         f"got {fps!r}")
+    if isinstance(scale, bool) or not isinstance(scale, (int, np.integer)) or not 1 <= scale <= MAX_SCALE:
+        raise ValueError(f"scale must be an int in [1, {MAX_SCALE}], got {scale!r}")
+
+
+def check_video_size(frame_shape: tuple[int, ...], num_frames: int, scale: int) -> None:
+    """``ValueError`` naming the sizes unless ``num_frames`` frames of ``frame_shape``
+    ``(H, W, 3)`` upscaled ``scale`` times fit :data:`MAX_VIDEO_BYTES`; call it before a
+    rollout, so that a video too large to write fails before the work."""
+    h, w, c = frame_shape
+    size = num_frames * h * w * c * scale * scale
+    if size > MAX_VIDEO_BYTES:
+        raise ValueError(f"{num_frames} frames of {w * scale}x{h * scale} px need {size / 1024**3:.1f} GiB, more "
+                         f"than the {MAX_VIDEO_BYTES / 1024**3:g} GiB a video may hold in memory: lower the steps or "
+                         "the scale")
+
+
+def frame_shape(env) -> tuple[int, ...]:
+    """``(H, W, 3)`` of ``env``'s rendered frame, from shapes alone (nothing is run)."""
+    def first(key):
+        return _render(env, env.reset(key)[1])
+
+    return tuple(jax.eval_shape(first, jax.random.key(0)).shape)
 
 
 def upscale(frames: np.ndarray, scale: int) -> np.ndarray:

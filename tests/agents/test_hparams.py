@@ -33,7 +33,8 @@ def test_probabilities_are_the_declared_unit_interval_ones():
 
 
 @pytest.mark.parametrize("name, value", [("gamma", 1.5), ("lr", -1e-3), ("eps_end", -0.1), ("clip_eps", float("inf")),
-                                         ("temperature", float("nan")), ("aa_beta", float("inf"))])
+                                         ("temperature", float("nan")), ("aa_beta", float("inf")),
+                                         ("aa_beta", -5.0)])
 def test_the_config_checks_the_declared_ranges(name, value):
     problem = r"(is NaN|is not finite|is below its minimum|is above its maximum)"
     with pytest.raises(ValueError, match=f"{name}.*{problem}"):
