@@ -208,6 +208,18 @@ class TrainConfig:
         if self.learner_fraction is not None and (not _finite(self.learner_fraction)
                                                   or not 0.0 < self.learner_fraction <= 1.0):
             raise ValueError(f"learner_fraction must be None or in (0, 1], got {self.learner_fraction!r}")
+        inert = [(name, rule) for name, rule, applies in (
+            ("groups", "seating='grouped'", self.seating == "grouped"),
+            ("seats", "seating='fixed'", self.seating == "fixed"),
+            ("learner_fraction", "seating='random'", self.seating == "random"),
+            ("num_focal", "background bots (background=...)", bool(self.background)),
+        ) if getattr(self, name) is not None and not applies]
+        if self.mutation_std != 0 and self.selection != "truncation":
+            inert.append(("mutation_std", "selection='truncation'"))
+        if inert:  # as for env params: a setting nothing reads is an error, not a silent no-op
+            raise ValueError("; ".join(f"{name}={getattr(self, name)!r} is read only with {rule}, and this config "
+                                       f"has seating={self.seating!r}, selection={self.selection!r}, "
+                                       f"background={self.background!r}" for name, rule in inert))
         learner = learner_class(self.algo)
         if self.recurrent and not learner.RECURRENT:
             raise ValueError(f"recurrent=True is only supported by {' and '.join(algos_where('RECURRENT'))}")

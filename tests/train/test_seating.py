@@ -41,3 +41,23 @@ def test_learner_block_gathers_and_scatters_the_learners_seats(changes, layout):
     # trailing axes travel with the seat
     wide = np.stack([flat, -flat], axis=-1)
     np.testing.assert_array_equal(np.asarray(seats.gather(wide))[..., 1], -block)
+
+
+@pytest.mark.parametrize("changes, field, rule", [
+    (dict(groups=(0, 0)), "groups", "seating='grouped'"),
+    (dict(seats=(0, 1)), "seats", "seating='fixed'"),
+    (dict(seating="fixed", seats=(0, 1), scripted=("tft",), learner_fraction=0.5), "learner_fraction",
+     "seating='random'"),
+    (dict(num_focal=100), "num_focal", "background bots"),
+    (dict(selection="pbt", mutation_std=0.1), "mutation_std", "selection='truncation'"),
+])
+def test_a_setting_nothing_reads_is_an_error(changes, field, rule):
+    """As for env params: a population or evaluation setting that this config's seating,
+    selection or evaluation never reads is refused, not silently ignored (``--set
+    groups=[0,0]`` on an independent-seating preset did nothing)."""
+    with pytest.raises(ValueError, match=rf"{field}=.* is read only with {rule}"):
+        TrainConfig(**changes).validate()
+    # the same settings where they are read: no error
+    TrainConfig(seating="grouped", groups=(0, 0)).validate()
+    TrainConfig(selection="truncation", mutation_std=0.1).validate()
+    TrainConfig(background=("alld",), num_focal=1).validate()
