@@ -39,10 +39,13 @@ def is_concrete(tree: Any) -> bool:
 class EnvParams:
     """Base class of every environment's params. Subclass with ``@struct.dataclass``."""
 
-    def validate(self) -> EnvParams:
+    def validate(self, batched: bool = False) -> EnvParams:
         """Raise ``ValueError`` naming the field and value if any concrete field is not
         a finite number (NaN, infinite, a string), is out of its declared range, or is a
         bool field holding anything but a bool, 0 or 1. Traced fields are skipped.
+        ``batched=True``: every field carries a leading sweep axis (params built with
+        ``jax.vmap(lambda v: params.replace(...))(values)``, the README's sweep); the
+        ranges are checked elementwise and the cross-field checks on each set.
 
         Returns the params, with bool fields given as Python values (``"false"``,
         ``0``, ...) replaced by bools (see :func:`parse_bool`)."""
@@ -62,7 +65,15 @@ class EnvParams:
                 continue
             check_number(name, value, low, high)
         params = self.replace(**parsed) if parsed else self
-        params.check()
+        if not batched:
+            params.check()
+            return params
+        sizes = {np.shape(leaf)[0] if np.ndim(leaf) else None for leaf in jax.tree_util.tree_leaves(params)}
+        if len(sizes) != 1 or None in sizes:
+            raise ValueError(f"{cls}.validate(batched=True) needs every field with the same leading sweep axis; "
+                             f"got leading sizes {sorted(map(str, sizes))}")
+        for i in range(sizes.pop()):
+            jax.tree_util.tree_map(lambda leaf, i=i: leaf[i], params).check()
         return params
 
     def check(self) -> None:

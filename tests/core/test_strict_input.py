@@ -352,3 +352,14 @@ def test_checked_env_is_a_wrapper_and_stays_checked_after_with_params(ipd):
     _, state = noisy.reset(KEY)
     with pytest.raises(ValueError, match="out-of-range action"):
         noisy.step(KEY, state, jnp.asarray([0, 7], jnp.int32))
+
+
+def test_a_batch_of_params_is_validated_elementwise_and_set_by_set(ipd):
+    """``validate(batched=True)``: the README's sweep, checked before any tracing."""
+    batch = jax.vmap(lambda v: ipd.default_params.replace(noise=v))(jnp.array([0.0, 0.5]))
+    assert batch.validate(batched=True) is not None
+    bad = jax.vmap(lambda v: ipd.default_params.replace(noise=v))(jnp.array([0.0, jnp.nan]))
+    with pytest.raises(ValueError, match=r"MatrixParams\.noise is NaN"):
+        bad.validate(batched=True)
+    with pytest.raises(ValueError, match="same leading sweep axis"):
+        ipd.default_params.replace(noise=jnp.array([0.0, 0.5])).validate(batched=True)
