@@ -206,8 +206,10 @@ def save_checkpoint(out_dir: str | os.PathLike, snapshot, meta: dict, *, segment
     """Write an unfinished run's checkpoint, ``out_dir/resume/`` (``state.npz``: the
     :class:`~socialjax.train.run.Snapshot`'s state leaves and metrics; ``run.json``:
     ``meta`` from :func:`run_meta` and the segment bookkeeping), atomically: the old
-    checkpoint is replaced only once the new one is complete. ``out_dir`` holds nothing
-    else until the run finishes and its results replace the checkpoint."""
+    checkpoint is replaced only once the new one is complete. A result already in
+    ``out_dir`` (an ``--overwrite`` run) stays there, with ``resume/`` beside it, until the
+    new result is complete and replaces both; otherwise ``out_dir`` holds nothing else
+    until the run finishes."""
     out = Path(out_dir)
     leaves = jax.tree_util.tree_leaves(snapshot.state)
     arrays = {f"state/{i:05d}": np.asarray(x) for i, x in enumerate(leaves)}
@@ -219,7 +221,7 @@ def save_checkpoint(out_dir: str | os.PathLike, snapshot, meta: dict, *, segment
         np.savez(folder / STATE_FILE, **arrays)
         (folder / RUN_FILE).write_text(json.dumps(info, indent=2, default=json_default) + "\n")
 
-    if store.folder_state(out) == "unfinished":
+    if store.folder_state(out) in ("unfinished", "replacing", "result"):
         return store.write_subfolder(out / store.RESUME_DIR, write, kind="checkpoint")
 
     def wrap(tmp: Path) -> None:  # a new unfinished-run folder, replacing what --overwrite allowed
@@ -248,7 +250,7 @@ def load_checkpoint(out_dir: str | os.PathLike) -> Checkpoint:
     """Read ``out_dir/resume/``, checked against its manifest."""
     out = Path(out_dir)
     state = store.folder_state(out)
-    if state != "unfinished":
+    if state not in ("unfinished", "replacing"):
         what = {"missing": "does not exist", "empty": "is empty", "result": "holds a finished result",
                 "foreign": "is not a socialjax output folder"}[state]
         raise store.ResultError(f"{out} {what}: there is no unfinished run to resume "

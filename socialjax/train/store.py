@@ -66,9 +66,10 @@ def check_out_dir(path: str | os.PathLike, *, overwrite: bool = False, resume: b
             kind = _kind(out)
             raise OutputError(f"{out} already holds a {kind} result; pass --overwrite to replace it, "
                               "or choose another output folder")
-        if state == "unfinished" and not (overwrite or resume):
-            raise OutputError(f"{out} holds an unfinished run; continue it with `socialjax train --resume {out}`, "
-                              "or pass --overwrite to start again")
+        if state in ("unfinished", "replacing") and not (overwrite or resume):
+            kept = " (and the result it is replacing)" if state == "replacing" else ""
+            raise OutputError(f"{out} holds an unfinished run{kept}; continue it with `socialjax train --resume "
+                              f"{out}`, or pass --overwrite to start again")
         if state == "foreign":
             raise OutputError(f"{out} is not empty and is not a socialjax result folder; it is left alone: "
                               "choose another output folder")
@@ -116,7 +117,9 @@ def check_out_file(path: str | os.PathLike, *, overwrite: bool = False, suffixes
 
 
 def folder_state(path: Path) -> str:
-    """``missing``, ``empty``, ``result`` (has a manifest), ``unfinished`` (has only a
+    """``missing``, ``empty``, ``result`` (has a manifest), ``replacing`` (a result with
+    a ``resume/`` checkpoint beside it: an ``--overwrite`` run that has not finished, the
+    old result kept until the new one is complete), ``unfinished`` (has only a
     ``resume/`` checkpoint) or ``foreign`` (anything else)."""
     if not path.is_dir():
         return "missing"
@@ -124,7 +127,7 @@ def folder_state(path: Path) -> str:
     if not names:
         return "empty"
     if MANIFEST in names:
-        return "result"
+        return "replacing" if (path / RESUME_DIR).is_dir() else "result"
     if names == {RESUME_DIR}:
         return "unfinished"
     return "foreign"

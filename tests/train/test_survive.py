@@ -346,6 +346,38 @@ def test_donor_evolution_checkpoints_and_resumes_with_the_same_bits(tmp_path, mo
     assert code == 2 and "already holds a donor-evolution result; pass --overwrite" in err
 
 
+def test_overwrite_with_checkpoints_keeps_the_old_result_until_the_new_one_is_complete(tmp_path, monkeypatch):
+    """``--overwrite --checkpoint-every``: the first checkpoint goes beside the old result
+    (``replacing``), so a kill before the end leaves the old result readable and the new
+    run resumable; the finished run then replaces both."""
+    from socialjax.train.cultural_evolution import run_experiment
+
+    settings = dict(num_seeds=2, num_generations=5, multipliers=(1.5, 2.0), verbose=False)
+    out = tmp_path / "run"
+    run_experiment(out_dir=str(out), **settings)
+    before = (out / "metrics.npz").read_bytes()
+    save = results.save_checkpoint
+
+    def save_then_die(*args, **kwargs):
+        save(*args, **kwargs)
+        raise RuntimeError("killed")
+
+    monkeypatch.setattr(results, "save_checkpoint", save_then_die)
+    with pytest.raises(RuntimeError, match="killed"):
+        run_experiment(out_dir=str(out), checkpoint_every=2, overwrite=True, seed=1, **settings)
+    monkeypatch.setattr(results, "save_checkpoint", save)
+    assert store.folder_state(out) == "replacing"
+    store.verify(out, kind="donor-evolution")  # the old result, intact
+    assert (out / "metrics.npz").read_bytes() == before
+    code, _, err = run_cli(["train", "donor-evolution", "--seeds", "2", "--out", str(out), "--quiet"])
+    assert code == 2 and "holds an unfinished run (and the result it is replacing)" in err
+    code, _, err = run_cli(["train", "--resume", str(out), "--quiet"])
+    assert code == 0, err
+    assert store.folder_state(out) == "result" and not (out / store.RESUME_DIR).exists()
+    store.verify(out, kind="donor-evolution")
+    assert (out / "metrics.npz").read_bytes() != before  # the new run (seed 1) replaced it
+
+
 def test_leftovers_of_a_killed_write_are_ignored_and_replacing_is_atomic(tmp_path):
     """A write killed mid-way leaves a hidden ``.NAME.tmp-*`` folder; it neither makes an
     unfinished run look foreign nor is read. Replacing a folder swaps it in one step
