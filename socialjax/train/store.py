@@ -112,8 +112,31 @@ def check_out_file(path: str | os.PathLike, *, overwrite: bool = False, suffixes
         raise OutputError(f"{out} exists; pass --overwrite to replace it, or choose another path")
     if out.parent.exists() and not out.parent.is_dir():
         raise OutputError(f"{out.parent} is a file, not a folder")
+    holder = result_holding(out)
+    if holder is not None:
+        raise OutputError(f"{out} is inside the socialjax result {holder}: its files are the job's own and "
+                          "listed in its manifest; write this file elsewhere")
     make_writable_folder(out.parent)
     return out
+
+
+def result_holding(path: Path) -> Path | None:
+    """The socialjax output folder (a result, a run being replaced or an unfinished run)
+    that ``path`` lies inside, if any: no job writes a file into another job's folder."""
+    for folder in Path(os.path.abspath(path)).parents:
+        state = folder_state(folder)
+        if state == "unfinished" or (state in ("result", "replacing") and _is_ours(folder / MANIFEST)):
+            return folder
+    return None
+
+
+def _is_ours(manifest: Path) -> bool:
+    """Whether ``manifest`` is a socialjax manifest (another tool's ``manifest.json`` is not)."""
+    try:
+        data = json.loads(manifest.read_text())
+    except (OSError, ValueError, UnicodeDecodeError):
+        return False
+    return isinstance(data, dict) and isinstance(data.get("files"), dict) and "kind" in data
 
 
 def folder_state(path: Path) -> str:

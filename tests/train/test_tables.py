@@ -20,7 +20,7 @@ from support import reseal
 
 import socialjax as sj
 from socialjax import cli
-from socialjax.train import TrainConfig, results, tables
+from socialjax.train import TrainConfig, results, store, tables
 from socialjax.train.cultural_evolution import run_experiment
 
 CONFIG = TrainConfig(seating="random", num_learners=2, scripted=("tft",), learner_fraction=0.5, num_envs=4,
@@ -237,6 +237,22 @@ def test_cli_writes_the_csv(pop, pop_csv, tmp_path, capsys):
     path.write_text("old\n")
     assert cli.main(["results", str(pop), "--csv", str(path), "--overwrite"]) == 0
     assert read_csv(path) == pop_csv
+
+
+@pytest.mark.parametrize("inside", ["summary.csv", "metrics.npz", "sub/x.csv"])
+def test_cli_never_writes_into_a_result(pop, inside, tmp_path, capsys):
+    """``--csv`` inside the folder it reads (or any socialjax result) is refused, even
+    with ``--overwrite``: the result stays whole. Another tool's ``manifest.json`` does not
+    make a folder a result."""
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["results", str(pop), "--csv", str(pop / inside), "--overwrite"])
+    assert exc.value.code == 2 and f"is inside the socialjax result {pop}" in capsys.readouterr().err
+    store.verify(pop, kind="population")
+    assert not (pop / "sub").exists()
+    other = tmp_path / "webapp"
+    other.mkdir()
+    (other / "manifest.json").write_text('{"name": "app", "icons": []}')
+    assert cli.main(["results", str(pop), "--csv", str(other / "x.csv")]) == 0
 
 
 def _not_a_zip(folder, seal=False):
