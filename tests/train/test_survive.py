@@ -315,6 +315,20 @@ def test_a_stopped_command_line_run_resumes_with_the_same_bits(how, tmp_path):
 
 
 # ------------------------------------------------------------------------ donor-evolution
+def killed_after_first_checkpoint(monkeypatch, job, **kwargs) -> None:
+    """Run ``job(**kwargs)`` as if the process died right after its first checkpoint was saved."""
+    save = results.save_checkpoint
+
+    def save_then_die(*args, **kw):
+        save(*args, **kw)
+        raise RuntimeError("killed")
+
+    monkeypatch.setattr(results, "save_checkpoint", save_then_die)
+    with pytest.raises(RuntimeError, match="killed"):
+        job(**kwargs)
+    monkeypatch.setattr(results, "save_checkpoint", save)
+
+
 def test_donor_evolution_checkpoints_and_resumes_with_the_same_bits(tmp_path, monkeypatch):
     """The cultural-evolution job in segments of 2 generations, killed after its first
     checkpoint, then ``socialjax train --resume``: the same metrics as a run never cut."""
@@ -322,16 +336,8 @@ def test_donor_evolution_checkpoints_and_resumes_with_the_same_bits(tmp_path, mo
 
     settings = dict(num_seeds=2, num_generations=5, multipliers=(1.5, 2.0), verbose=False)
     whole = run_experiment(out_dir=str(tmp_path / "whole"), **settings)
-    save = results.save_checkpoint
-
-    def save_then_die(*args, **kwargs):
-        save(*args, **kwargs)
-        raise RuntimeError("killed")
-
-    monkeypatch.setattr(results, "save_checkpoint", save_then_die)
-    with pytest.raises(RuntimeError, match="killed"):
-        run_experiment(out_dir=str(tmp_path / "cut"), checkpoint_every=2, **settings)
-    monkeypatch.setattr(results, "save_checkpoint", save)
+    killed_after_first_checkpoint(monkeypatch, run_experiment, out_dir=str(tmp_path / "cut"), checkpoint_every=2,
+                                  **settings)
     assert store.folder_state(tmp_path / "cut") == "unfinished"
     with pytest.raises(store.ResultError, match="holds a donor-evolution run, not a population run"):
         checkpoint = results.load_checkpoint(tmp_path / "cut")
@@ -356,16 +362,8 @@ def test_overwrite_with_checkpoints_keeps_the_old_result_until_the_new_one_is_co
     out = tmp_path / "run"
     run_experiment(out_dir=str(out), **settings)
     before = (out / "metrics.npz").read_bytes()
-    save = results.save_checkpoint
-
-    def save_then_die(*args, **kwargs):
-        save(*args, **kwargs)
-        raise RuntimeError("killed")
-
-    monkeypatch.setattr(results, "save_checkpoint", save_then_die)
-    with pytest.raises(RuntimeError, match="killed"):
-        run_experiment(out_dir=str(out), checkpoint_every=2, overwrite=True, seed=1, **settings)
-    monkeypatch.setattr(results, "save_checkpoint", save)
+    killed_after_first_checkpoint(monkeypatch, run_experiment, out_dir=str(out), checkpoint_every=2, overwrite=True,
+                                  seed=1, **settings)
     assert store.folder_state(out) == "replacing"
     store.verify(out, kind="donor-evolution")  # the old result, intact
     assert (out / "metrics.npz").read_bytes() == before
