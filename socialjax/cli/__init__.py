@@ -23,6 +23,11 @@ starts in seconds; ``--no-compile-cache`` (or ``SOCIALJAX_COMPILATION_CACHE=0``)
 off. ``socialjax cache`` shows the cache folder and its size; ``--clear`` empties it.
 ``socialjax bench`` never uses the cache: it measures compile time.
 
+Ctrl-C or SIGTERM stops ``train`` and ``reproduce`` after the update under way, saving
+what is done (``train --resume DIR`` continues it; a rerun of ``reproduce`` reuses the
+conditions it finished); a second one, or one during compilation, ends the process at
+once (exit status 130), without waiting for the compiler.
+
 Each command is a module of this package (:data:`COMMANDS`): ``add_parser(subparsers)``
 declares its flags and help, ``main(args)`` runs it; what several share (argument
 types, the cache flag, output-folder and saved-run checks, ``--set``) is in
@@ -32,10 +37,12 @@ types, the cache flag, output-folder and saved-run checks, ``--set``) is in
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 
 from socialjax.cli import bench, cache, envs, evaluate, render, reproduce, results, train
-from socialjax.cli.common import config_overrides
+from socialjax.cli.common import config_overrides, exit_now
 
 __all__ = ["COMMANDS", "build_parser", "config_overrides", "main"]
 
@@ -59,4 +66,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
-    return args.main(args)
+    main_thread = threading.current_thread() is threading.main_thread()
+    if main_thread:  # SIGTERM as Ctrl-C: a clean stop, not a kill
+        previous = signal.signal(signal.SIGTERM, _as_keyboard_interrupt)
+    try:
+        return args.main(args)
+    except KeyboardInterrupt:  # a command that stops more gracefully says so itself (train, reproduce)
+        exit_now(130, "\nstopped at once\n")
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _as_keyboard_interrupt(signum, frame):
+    raise KeyboardInterrupt

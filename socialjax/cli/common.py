@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import math
 import os
+import sys
 
 from socialjax.core.params import parse_bool
 from socialjax.train import playback, results, store
@@ -91,6 +92,20 @@ def run_index(text: str) -> tuple[int, int]:
     if g < 0 or s < 0:
         raise argparse.ArgumentTypeError(f"expected non-negative G,S, got {text!r}")
     return g, s
+
+
+# ------------------------------------------------------------------ stopping
+def exit_now(status: int, message: str) -> None:
+    """Print ``message`` to stderr and end the process at once, without the
+    interpreter's shutdown: a stop during compilation or a computation must not wait
+    for XLA's threads to finish their work (a minute, for a long compile) nor tear the
+    interpreter down under them (which can end in a segmentation fault). Everything
+    written so far is flushed; locks held by the process are the kernel's to release."""
+    sys.stdout.flush()
+    sys.stderr.write(message)
+    sys.stderr.flush()
+    store.release_claims()
+    os._exit(status)
 
 
 # ------------------------------------------------------------ compilation cache

@@ -22,6 +22,7 @@ from socialjax.cli.common import (
     check_out_dir,
     claimed,
     config_overrides,
+    exit_now,
     floats,
     key_value,
     positive_float,
@@ -201,16 +202,18 @@ def _run_donor(parser, args, settings: dict, out_dir: str, resume: bool = False)
             cultural_evolution.run_experiment(**settings, out_dir=out_dir, verbose=not args.quiet,
                                               overwrite=args.overwrite, checkpoint_every=args.checkpoint_every,
                                               resume=resume)
-        except Interrupted as stop:
+        except Interrupted as stop:  # the run saved what was done
             done, total = stop.snapshot.updates_done, settings["num_generations"]
-            if args.checkpoint_every:
-                parser.exit(130, f"\nstopped after generation {done} of {total}: the state is saved in "
-                                 f"{out_dir}/resume; continue with: socialjax train --resume {out_dir}\n")
-            parser.exit(130, "\nstopped; nothing was saved (--checkpoint-every K saves the state)\n")
+            parser.exit(130, f"\nstopped after generation {done} of {total}: the state is saved in "
+                             f"{out_dir}/resume; continue with: socialjax train --resume {out_dir}\n")
         except KeyboardInterrupt:
-            parser.exit(130, "\nstopped at once" + (f"; the last checkpoint is in {out_dir}/resume"
-                                                      if args.checkpoint_every else "; nothing was saved") + "\n")
+            exit_now(130, "\nstopped at once" + (f"; the last checkpoint is in {out_dir}/resume"
+                                                   if _has_checkpoint(out_dir) else "; nothing was saved") + "\n")
     return 0
+
+
+def _has_checkpoint(out_dir) -> bool:
+    return store.folder_state(Path(out_dir)) in ("unfinished", "replacing")
 
 
 def join_processes(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
@@ -286,8 +289,8 @@ def _resume(parser: argparse.ArgumentParser, args: argparse.Namespace):
     except (store.ResultError, store.OutputError, KeyError) as err:
         parser.error(f"--resume: {err}")
     meta = checkpoint.meta
-    if args.checkpoint_every is None:
-        args.checkpoint_every = int(meta["segment"])
+    if args.checkpoint_every is None:  # the run's own (None: it was saved only when stopped)
+        args.checkpoint_every = meta.get("segment")
     memory = args.memory if args.memory is not None else (meta.get("memory") or 0) / 2**30 or None
     job = dict(env=checkpoint.env, env_name=meta["env"], env_options=meta.get("env_options", {}),
                config=checkpoint.config, preset=meta.get("preset"), description="resumed from " + args.resume,
@@ -309,7 +312,7 @@ def run_job(parser, args, job: dict, out_dir: str, *, chunk=None, memory=None, r
     saved = {"updates": resume.updates_done if resume is not None else 0}
 
     def checkpoint(snapshot):  # every process takes the snapshot (a collective); process 0 writes it
-        if lead:
+        if lead and snapshot.updates_done > saved["updates"]:
             results.save_checkpoint(out_dir, snapshot, meta, segment=every, memory=memory_bytes)
             saved["updates"] = snapshot.updates_done
 
@@ -334,21 +337,18 @@ def run_job(parser, args, job: dict, out_dir: str, *, chunk=None, memory=None, r
             parser.error(f"{name}: {err}")
         except MemoryError as err:  # raised after compiling, before anything ran
             parser.exit(1, f"socialjax train {name}: {err}\n")
-        except Interrupted as stop:
+        except Interrupted as stop:  # a signal: the updates done are saved, with or without --checkpoint-every
             if not every:
-                parser.exit(130, f"\nstopped after update {stop.snapshot.updates_done} of {config.num_updates}; "
-                                 "nothing was saved (with --checkpoint-every K a stopped run can be resumed)\n")
+                checkpoint(stop.snapshot)
             parser.exit(130, f"\nstopped after update {stop.snapshot.updates_done} of {config.num_updates}: the "
                              f"training state is saved in {out_dir}/resume; continue with: socialjax train --resume "
                              f"{out_dir}\n")
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # a second signal, or one while compiling
             if saved["updates"]:
-                parser.exit(130, f"\nstopped at once: the last checkpoint (update {saved['updates']} of "
-                                 f"{config.num_updates}) is in {out_dir}/resume; continue with: socialjax train "
-                                 f"--resume {out_dir}\n")
-            parser.exit(130, "\nstopped at once; nothing was saved" + (
-                " (no checkpoint yet)" if every else
-                ": a run without --checkpoint-every is one compiled call and cannot be resumed") + "\n")
+                exit_now(130, f"\nstopped at once: the last checkpoint (update {saved['updates']} of "
+                              f"{config.num_updates}) is in {out_dir}/resume; continue with: socialjax train "
+                              f"--resume {out_dir}\n")
+            exit_now(130, "\nstopped at once; nothing was saved (no checkpoint yet)\n")
         if lead:
             text = results.save_run(result, out_dir, env_name=job["env_name"], env_options=job["env_options"],
                                     preset=job["preset"], base_seed=job["base_seed"],

@@ -49,7 +49,7 @@ from socialjax.core.registry import make
 from socialjax.envs.donor.env import DonorGame, DonorParams
 from socialjax.train import results, store
 from socialjax.train.devices import as_key_data
-from socialjax.train.engine import Snapshot, run_job
+from socialjax.train.engine import Interrupted, Snapshot, run_job
 from socialjax.train.reports import format_donor_summary, plot_donor_curves
 from socialjax.viz.plots import mean_ci95
 
@@ -250,8 +250,9 @@ def run_experiment(
 
     ``checkpoint_every=K``: the generations run in segments of ``K``, and after each
     the engine's :class:`~socialjax.train.engine.Snapshot` (strategies, keys, metrics so
-    far) is saved atomically in ``out_dir/resume/``; Ctrl-C stops at the end of the
-    segment under way (the engine's :class:`~socialjax.train.engine.Interrupted`).
+    far) is saved atomically in ``out_dir/resume/``. Ctrl-C or SIGTERM stops the run after the generation under way and
+    saves it there too (also without ``checkpoint_every``), then raises the engine's
+    :class:`~socialjax.train.engine.Interrupted`.
     ``resume=True`` continues the unfinished run in ``out_dir`` (its settings must be
     the ones given); the result has the same bits as a run never stopped.
     Returns ``{"metrics": {name: (M, S, G) array}, "multipliers": ..., "seconds": ...}``.
@@ -267,7 +268,7 @@ def run_experiment(
         saved = {k: checkpoint.meta.get(k) for k in settings}
         if saved != json.loads(json.dumps(settings)) or checkpoint.meta.get("evolution", {}) != evolution:
             raise ValueError(f"{out_dir} holds an unfinished run with other settings: {saved}")
-        checkpoint_every = checkpoint_every or int(checkpoint.meta["segment"])
+        checkpoint_every = checkpoint_every or checkpoint.meta.get("segment")
     else:
         store.check_out_dir(out_dir, overwrite=overwrite)
     env = make("donor_game", **(env_options or {}))
@@ -286,9 +287,14 @@ def run_experiment(
     def save(snapshot: Snapshot) -> None:
         results.save_checkpoint(out_dir, snapshot, settings, segment=checkpoint_every)
 
-    out = run_job(job, num_seeds, base_seed=seed, progress=verbose, label="donor-evolution",
-                  segment=checkpoint_every, on_segment=save if checkpoint_every else None,
-                  resume=None if checkpoint is None else _snapshot(checkpoint, job, len(mults) * num_seeds))
+    try:
+        out = run_job(job, num_seeds, base_seed=seed, progress=verbose, label="donor-evolution",
+                      segment=checkpoint_every, on_segment=save if checkpoint_every else None,
+                      resume=None if checkpoint is None else _snapshot(checkpoint, job, len(mults) * num_seeds))
+    except Interrupted as stop:  # stopped by a signal: what is done is saved, with or without checkpoints
+        if not checkpoint_every:
+            save(stop.snapshot)
+        raise
     mults = job.hparam_grid()["multiplier"]
     _write(out_dir, out.metrics, mults, {**settings, "seconds": out.seconds}, num_seeds,
            overwrite=overwrite or resume or bool(checkpoint_every))

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -106,11 +105,15 @@ def compile_blocks(program: Callable, args: list[tuple], fits: Callable[[Any], b
     returned before the others compile); the rest compile in parallel threads."""
     lowered = [program.lower(*a) for a in args]  # tracing is shared; lowering is cheap
     options = compiler_options(_device_of(args[0]))
-    first = lowered[0].compile(options)
-    if fits is not None and not fits(first):
-        return None
-    with ThreadPoolExecutor(max(len(lowered) - 1, 1)) as pool:
-        return [first, *pool.map(lambda low: low.compile(options), lowered[1:])]
+    pool = ThreadPoolExecutor(max(len(lowered) - 1, 1), thread_name_prefix="socialjax-compile")
+    try:  # compiled in threads, so that the main thread waits where a Ctrl-C reaches it at once
+        first = pool.submit(lowered[0].compile, options).result()
+        if fits is not None and not fits(first):
+            return None
+        rest = [pool.submit(low.compile, options) for low in lowered[1:]]
+        return [first, *(f.result() for f in rest)]
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _device_of(args) -> jax.Device:
@@ -127,15 +130,26 @@ def dispatch(compiled: list, args: list[tuple]) -> list:
     return [fn(*a) for fn, a in zip(compiled, args)]
 
 
+_WAITER = ThreadPoolExecutor(1, thread_name_prefix="socialjax-wait")
+
+
+def wait(tree) -> None:
+    """Block until every array of ``tree`` is computed. The waiting is done by a worker
+    thread, the main thread waits on it: a signal's handler runs at once (a blocking wait
+    in the main thread would run it only when the computation ends), and no time is lost
+    polling."""
+    pending = [x for x in jax.tree_util.tree_leaves(tree) if isinstance(x, jax.Array) and not x.is_ready()]
+    if pending:
+        _WAITER.submit(jax.block_until_ready, pending).result()
+
+
 def gather(outs: list, layout: Layout):
-    """The blocks' outputs as numpy arrays over all ``layout.padded`` slots. Waits in
-    short sleeps, so that Ctrl-C is seen at once. When the layout spans several
+    """The blocks' outputs as numpy arrays over all ``layout.padded`` slots, waited for
+    with :func:`wait`, so that Ctrl-C is seen at once. When the layout spans several
     processes, every process gathers every process's slots (``process_allgather``, a
     collective that all of them must enter: over gloo on CPU)."""
     outs = jax.tree_util.tree_map(as_key_data, outs)
-    for leaf in jax.tree_util.tree_leaves(outs):
-        while not leaf.is_ready():
-            time.sleep(0.01)
+    wait(outs)
     local = jax.tree_util.tree_map(lambda *xs: np.concatenate([np.asarray(x) for x in xs]), *outs)
     if not multihost(layout.devices):
         return local

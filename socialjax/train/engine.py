@@ -51,7 +51,7 @@ from socialjax.train.devices import (
     put_state,
     take_state,
 )
-from socialjax.train.interrupts import interrupts
+from socialjax.train.interrupts import StopRequest, interrupts
 from socialjax.train.memory import compile_fitting
 from socialjax.train.progress import Progress
 
@@ -164,14 +164,18 @@ def run_job(
     start = time.perf_counter()
     keys = run_keys(np.tile(seeds, G), base_seed)
     run_hparams = {k: np.repeat(v, S) for k, v in grid.items()}
-    plan = stages(done, U, K, fresh=resume is None)
-    blocks = compile_stages(job, plan, keys, run_hparams, done, devices, chunk, memory, resume)
-    if resume is None:
-        xs, metrics_so_far = blocks.keys, []
-    else:
-        xs, metrics_so_far = put_state(resume.state, blocks.layout), [resume.metrics]
-    compile_seconds = time.perf_counter() - start
-    final, metrics = run_segments(job, blocks, plan, xs, done, metrics_so_far, progress, on_segment)
+    with interrupts(enabled=not multihost(devices)) as stop:
+        # a run that a signal can stop computes one update per call (so it stops after the
+        # update under way); the bits do not depend on the cut
+        plan = stages(done, U, 1 if stop.enabled else K, fresh=resume is None)
+        blocks = compile_stages(job, plan, keys, run_hparams, done, devices, chunk, memory, resume)
+        if resume is None:
+            xs, metrics_so_far = blocks.keys, []
+        else:
+            xs, metrics_so_far = put_state(resume.state, blocks.layout), [resume.metrics]
+        compile_seconds = time.perf_counter() - start
+        stop.stoppable = True
+        final, metrics = run_segments(job, blocks, plan, xs, done, metrics_so_far, progress, K, on_segment, stop)
     metrics = jax.tree_util.tree_map(lambda x: x.reshape(G, S, *x.shape[1:]), metrics)
     states = jax.tree_util.tree_map(lambda x: x.reshape(G, S, *x.shape[1:]), final)
     return JobResult(seeds, grid, metrics, states, time.perf_counter() - start, compile_seconds,
@@ -337,35 +341,53 @@ def _stage_programs(job: Job) -> Callable:
 
 
 def run_segments(job: Job, blocks: Blocks, plan: list, xs: list, done: int, metrics_so_far: list,
-                 prog: Progress | None, on_segment: Callable[[Snapshot], None] | None):
+                 prog: Progress | None, segment: int, on_segment: Callable[[Snapshot], None] | None,
+                 stop: StopRequest):
     """Run the stages of ``plan`` one compiled call after another, from the blocks'
     ``xs`` (keys, or the resumed states) with ``done`` updates done and their
-    ``metrics_so_far`` (``[(R, done, ...)]``). After each segment: a progress line, and,
-    when a later one follows, a :class:`Snapshot` to ``on_segment``; a first Ctrl-C
-    raises :class:`Interrupted` there. Returns ``(final states, metrics)``, ``(R, ...)``:
-    the per-update metrics ``(R, U, ...)`` and the finish's."""
-    num_updates = job.num_updates
-    segments = sum(1 for st in plan if st[1])
-    with interrupts(enabled=not multihost(blocks.layout.devices), stoppable=segments > 1) as stop:
-        for st in plan:
-            outs = blocks.start(st, xs, done)
+    ``metrics_so_far`` (``[(R, done, ...)]``). Each call is dispatched before the one
+    ahead of it is read back, so the devices never wait for the host. A progress line
+    every ``job.log_every`` updates; a :class:`Snapshot` to ``on_segment`` every
+    ``segment`` updates (counted from ``done``) but at the end. When ``stop.requested``
+    (a first Ctrl-C or SIGTERM): once the call under way is done, a snapshot of it (to
+    ``on_segment`` too) and :class:`Interrupted` raised with it (the call queued behind
+    it is dropped). Returns ``(final states, metrics)``, ``(R, ...)``: the per-update
+    metrics ``(R, U, ...)`` and the finish's."""
+    num_updates, first, at = job.num_updates, done, done
+    every_line = job.log_every or segment
+    next_line = _next_multiple(done, every_line)
+    pending = None  # the call dispatched before the last one: (stage, outputs)
+    for st in [*plan, None]:
+        if st is not None:
+            outs = blocks.start(st, xs, at)
             xs = [o[0] for o in outs]
-            if st[1]:
-                metrics_so_far.append(blocks.host([o[1] for o in outs]))
-                done += st[1]
-                if prog is not None:
+            at += st[1]
+        if pending is not None:
+            (_, updates, finish), done_outs = pending
+            if updates:
+                metrics_so_far.append(blocks.host([o[1] for o in done_outs]))
+                done += updates
+                if prog is not None and (done >= next_line or done == num_updates):
                     prog.show(done - 1, job.progress_values(metrics_so_far[-1]))
-            if st[2]:
-                final, extra = blocks.host(xs), blocks.host([o[2] for o in outs])
-            elif st[1] and done < num_updates and (on_segment is not None or stop.requested):
-                snapshot = Snapshot(done, blocks.host(xs), _concat(metrics_so_far), blocks.layout.per_device,
-                                    blocks.chunk)
+                    next_line = _next_multiple(done, every_line)
+            if finish:
+                final, extra = blocks.host([o[0] for o in done_outs]), blocks.host([o[2] for o in done_outs])
+            elif updates and done < num_updates and (stop.requested or (on_segment is not None
+                                                                        and (done - first) % segment == 0)):
+                snapshot = Snapshot(done, blocks.host([o[0] for o in done_outs]), _concat(metrics_so_far),
+                                    blocks.layout.per_device, blocks.chunk)
                 metrics_so_far = [snapshot.metrics]
                 if on_segment is not None:
                     on_segment(snapshot)
                 if stop.requested:
                     raise Interrupted(snapshot, done, num_updates)
+        pending = None if st is None else (st, outs)
     return final, {**_concat(metrics_so_far), **extra}
+
+
+def _next_multiple(done: int, every: int) -> int:
+    """The first multiple of ``every`` after ``done`` (``every`` 0: never)."""
+    return (done // every + 1) * every if every > 0 else np.iinfo(np.int64).max
 
 
 def _concat(parts: list[dict]) -> dict:

@@ -1,13 +1,17 @@
-"""Ctrl-C while training: stop at the end of the segment under way, not in its middle.
+"""Ctrl-C and SIGTERM while training: stop after the update under way, not in its middle.
 
-    with interrupts(enabled=True, stoppable=True) as stop:
-        for segment in segments:
-            ...                      # run it, save a snapshot
+    with interrupts(enabled=True) as stop:
+        ...                          # compile: a signal stops at once (nothing is lost)
+        stop.stoppable = True
+        for update in updates:
+            ...                      # run it (one compiled call per update)
             if stop.requested:
-                raise ...            # the caller's own "interrupted" exception
+                raise ...            # the caller's own "interrupted" exception, with what is done
 
 Used by the one engine of every long job (:func:`socialjax.train.engine.run_job`: a
-population's :func:`socialjax.train.run`, the donor-evolution job).
+population's :func:`socialjax.train.run`, the donor-evolution job). The engine waits for
+the devices in a way a signal breaks at once (:func:`socialjax.train.devices.wait`), so
+a first signal is seen within the update under way and a second one at once.
 """
 
 from __future__ import annotations
@@ -17,32 +21,47 @@ import signal
 import sys
 import threading
 
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
 
 class StopRequest:
-    """Set by a first Ctrl-C: ``requested`` asks to stop at the end of the segment under way."""
+    """What the signals asked: ``enabled`` (whether they are being caught), ``requested``
+    (a first signal while ``stoppable``: stop after the update under way) and
+    ``signal_name`` (``SIGINT`` or ``SIGTERM``).
+    ``stoppable`` is set by the loop once there is work that a stop would keep; before
+    (while compiling) a signal raises ``KeyboardInterrupt`` at once."""
 
-    requested = False
+    def __init__(self):
+        self.enabled = False  # whether the handlers are installed (the main thread, when asked)
+        self.requested = False
+        self.stoppable = False
+        self.signal_name = ""
 
 
 @contextlib.contextmanager
-def interrupts(enabled: bool, stoppable: bool):
-    """While training: a first Ctrl-C asks to stop at the end of the segment under way
-    (when there is a later one), a second (or the first, with no later segment) raises
-    ``KeyboardInterrupt`` at once. Only in the main thread of a single process."""
+def interrupts(enabled: bool):
+    """While a job runs: a first SIGINT (Ctrl-C) or SIGTERM asks to stop after the
+    update under way (``stop.requested``) once ``stop.stoppable``; a second one, or any
+    before that, raises ``KeyboardInterrupt`` at once. Only in the main thread (signal
+    handlers live there), and only when ``enabled``; otherwise the signals keep their
+    handlers and ``stop.requested`` stays False."""
     stop = StopRequest()
     if not enabled or threading.current_thread() is not threading.main_thread():
         yield stop
         return
 
     def handler(signum, frame):
-        if stop.requested or not stoppable:
+        if stop.requested or not stop.stoppable:
             raise KeyboardInterrupt
         stop.requested = True
-        print("\ninterrupt: stopping at the end of the segment under way (Ctrl-C again to stop at once, losing it)",
+        stop.signal_name = signal.Signals(signum).name
+        print(f"\n{stop.signal_name}: stopping after the update under way (again to stop at once, losing it)",
               file=sys.stderr, flush=True)
 
-    previous = signal.signal(signal.SIGINT, handler)
+    previous = {s: signal.signal(s, handler) for s in SIGNALS}
+    stop.enabled = True
     try:
         yield stop
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for s, h in previous.items():
+            signal.signal(s, h)

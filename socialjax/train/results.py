@@ -201,11 +201,12 @@ def load_run(path: str | os.PathLike) -> LoadedRun:
 
 
 # ----------------------------------------------------------------------------- checkpoints
-def save_checkpoint(out_dir: str | os.PathLike, snapshot, meta: dict, *, segment: int,
+def save_checkpoint(out_dir: str | os.PathLike, snapshot, meta: dict, *, segment: int | None,
                     memory: int | None = None) -> Path:
     """Write an unfinished run's checkpoint, ``out_dir/resume/`` (``state.npz``: the
     :class:`~socialjax.train.run.Snapshot`'s state leaves and metrics; ``run.json``:
-    ``meta`` from :func:`run_meta` and the segment bookkeeping), atomically: the old
+    ``meta`` from :func:`run_meta` and the segment bookkeeping: ``segment`` is the run's
+    ``--checkpoint-every``, ``None`` for a run saved only when it was stopped), atomically: the old
     checkpoint is replaced only once the new one is complete. A result already in
     ``out_dir`` (an ``--overwrite`` run) stays there, with ``resume/`` beside it, until the
     new result is complete and replaces both; otherwise ``out_dir`` holds nothing else
@@ -215,13 +216,14 @@ def save_checkpoint(out_dir: str | os.PathLike, snapshot, meta: dict, *, segment
     arrays = {f"state/{i:05d}": np.asarray(x) for i, x in enumerate(leaves)}
     arrays.update({f"metrics/{k}": np.asarray(v) for k, v in snapshot.metrics.items()})
     info = {**meta, "updates_done": int(snapshot.updates_done), "per_device": int(snapshot.per_device),
-            "chunk": snapshot.chunk, "segment": int(segment), "memory": memory}
+            "chunk": snapshot.chunk, "segment": None if segment is None else int(segment), "memory": memory}
 
     def write(folder: Path) -> None:
         np.savez(folder / STATE_FILE, **arrays)
         (folder / RUN_FILE).write_text(json.dumps(info, indent=2, default=json_default) + "\n")
 
-    if store.folder_state(out) in ("unfinished", "replacing", "result"):
+    if store.folder_state(out) in ("unfinished", "replacing", "result", "foreign"):  # foreign: files put there
+        # while the run went on (the folder was checked at its start): kept beside the checkpoint
         return store.write_subfolder(out / store.RESUME_DIR, write, kind="checkpoint")
 
     def wrap(tmp: Path) -> None:  # a new unfinished-run folder, replacing what --overwrite allowed

@@ -9,12 +9,22 @@ message naming the file, never read as a mix of two runs.
 - :func:`check_out_dir` validates an output folder before any work starts (a file
   there, an earlier result without ``overwrite``, an unfinished run, a folder that is
   not ours, a parent that cannot be written);
-- :func:`claim` holds ``.NAME.lock`` beside the folder while a job runs, so a second
-  job aiming at the same folder stops at once instead of racing the first;
+- :func:`claim` holds ``.NAME.lock`` beside the folder while a job runs (a kernel lock,
+  released however the process ends), so a second job aiming at the same folder stops
+  at once instead of racing the first;
 - :func:`write_folder` writes a folder atomically (replacing an earlier result only
   with ``overwrite``); :func:`write_subfolder` does the same for a folder inside one
   (a run's ``resume/`` checkpoint);
 - :func:`verify` checks a folder against its manifest and returns the manifest.
+
+Paths. A symbolic link given as an output path is followed: the result is written where
+it points and the link stays a link (:func:`resolved`). A mount point (a ``docker -v``
+folder, a tmpfs) cannot be renamed: its temporary folder goes inside it, and the new
+files are moved in file by file, the old manifest removed first and the new one moved
+in last, so a crash in between leaves a folder the loaders refuse, never a mix. Files a
+job did not write (a user's notes beside a checkpoint or a result) are never deleted:
+a result that replaces their folder takes a copy of them (``NAME.kept`` where the new
+result uses the name).
 
 The manifest also names the job ``kind`` (``population`` or ``donor-evolution``), so a
 loader refuses a folder written by another job.
@@ -25,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import fcntl
 import hashlib
 import json
 import os
@@ -56,8 +67,9 @@ def check_out_dir(path: str | os.PathLike, *, overwrite: bool = False, resume: b
     Refused: a path that is a file; a folder that holds a result (without ``overwrite``)
     or an unfinished run (without ``overwrite``, unless ``resume``); a non-empty folder
     that is not a socialjax result (never deleted, even with ``overwrite``); a parent
-    that cannot be created or written."""
-    out = Path(path)
+    that cannot be created or written. A symbolic link is followed (:func:`resolved`):
+    the result goes where it points. Returns the path the job will write."""
+    out = resolved(path)
     if out.exists() and not out.is_dir():
         raise OutputError(f"{out} is a file; the output must be a folder (choose another path)")
     if out.is_dir():
@@ -73,7 +85,7 @@ def check_out_dir(path: str | os.PathLike, *, overwrite: bool = False, resume: b
         if state == "foreign":
             raise OutputError(f"{out} is not empty and is not a socialjax result folder; it is left alone: "
                               "choose another output folder")
-    make_writable_folder(out.parent)
+    make_writable_folder(out if os.path.ismount(out) else out.parent)
     return out
 
 
@@ -146,19 +158,45 @@ def folder_state(path: Path) -> str:
     ``resume/`` checkpoint) or ``foreign`` (anything else)."""
     if not path.is_dir():
         return "missing"
-    names = {p.name for p in path.iterdir() if not _leftover(p.name)}
+    names = {p.name for p in path.iterdir() if not _ignored(p.name)}
     if not names:
         return "empty"
     if MANIFEST in names:
         return "replacing" if (path / RESUME_DIR).is_dir() else "result"
-    if names == {RESUME_DIR}:
-        return "unfinished"
+    if RESUME_DIR in names and (path / RESUME_DIR).is_dir():
+        return "unfinished"  # other files beside the checkpoint are the user's (notes ...): kept
     return "foreign"
 
 
 def _leftover(name: str) -> bool:
     """A hidden temporary that an interrupted write left (``.NAME.tmp-*``, ``.NAME.old-*``)."""
     return name.startswith(".") and (".tmp-" in name or ".old-" in name)
+
+
+def _ignored(name: str) -> bool:
+    """Names that say nothing about a folder's state: leftovers, the lock of a mount
+    point, a filesystem's ``lost+found``."""
+    return _leftover(name) or name in (".socialjax.lock", "lost+found")
+
+
+def _ours(folder: Path) -> set[str]:
+    """The top-level names of ``folder`` that a socialjax job wrote: the manifest, the
+    files it lists (a subfolder by its first component) and ``resume/``."""
+    names = {MANIFEST, RESUME_DIR}
+    try:
+        files = json.loads((folder / MANIFEST).read_text()).get("files", {})
+        names.update(str(name).split("/")[0] for name in files)
+    except (OSError, ValueError, AttributeError, UnicodeDecodeError):
+        pass
+    return names
+
+
+def _unrelated(folder: Path) -> list[Path]:
+    """What else is in ``folder`` (a user's notes, another tool's files): never deleted."""
+    if not folder.is_dir():
+        return []
+    ours = _ours(folder)
+    return [p for p in folder.iterdir() if p.name not in ours and not _ignored(p.name)]
 
 
 def _kind(path: Path) -> str:
@@ -169,32 +207,71 @@ def _kind(path: Path) -> str:
 
 
 # ------------------------------------------------------------------------------- lock
+_HELD: dict[Path, int] = {}  # the locks this process holds: lock file -> its open descriptor
+
+
+def lock_path(path: str | os.PathLike) -> Path:
+    """Where the lock of output folder ``path`` lives: ``.NAME.lock`` beside it, or
+    ``.socialjax.lock`` inside it when it is a mount point (its parent may not be ours)."""
+    out = Path(path)
+    return out / ".socialjax.lock" if os.path.ismount(out) else out.parent / f".{out.name}.lock"
+
+
 @contextlib.contextmanager
 def claim(path: str | os.PathLike):
-    """Hold ``.NAME.lock`` beside ``path`` for the duration: a second job aiming at the
-    same folder raises :class:`OutputError` at once. A lock left by a process of this
-    host that no longer runs is taken over."""
-    out = Path(path)
-    lock = out.parent / f".{out.name}.lock"
-    me = f"{socket.gethostname()} {os.getpid()}"
-    for _ in range(2):
-        try:
-            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            if _stale(lock):
-                lock.unlink(missing_ok=True)
-                continue
-            holder = _read(lock) or "another process"
-            raise OutputError(f"{out} is being written by {holder} (lock {lock}); wait for it, or choose another "
-                              "output folder (delete the lock only if that process is gone)") from None
-        with os.fdopen(fd, "w") as fh:
-            fh.write(me)
-        break
+    """Hold the output folder's lock (:func:`lock_path`) for the duration: a second job
+    aiming at the same folder (a second ``--resume`` of it too) raises
+    :class:`OutputError` at once. The lock is the kernel's (``flock``): it goes with the
+    process however that ends, so a crash cannot leave it stuck; a lock file left behind
+    is taken over."""
+    out = resolved(path)
+    lock = lock_path(out)
+    fd = _take(lock, out)
     try:
         yield out
     finally:
-        if _read(lock) == me:
-            lock.unlink(missing_ok=True)
+        _release(lock, fd)
+
+
+def _take(lock: Path, out: Path) -> int:
+    for _ in range(5):
+        try:
+            fd = os.open(lock, os.O_CREAT | os.O_RDWR, 0o644)
+        except OSError as err:
+            raise OutputError(f"cannot create the lock {lock}: {err.strerror or err}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = _read(lock) or "another process"
+            os.close(fd)
+            raise OutputError(f"{out} is being written by {holder} (lock {lock}); wait for it, or choose another "
+                              "output folder") from None
+        try:  # the previous holder may have removed the file between our open and our lock
+            same = os.stat(lock).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{socket.gethostname()} {os.getpid()}".encode())
+            _HELD[lock] = fd
+            return fd
+        os.close(fd)
+    raise OutputError(f"cannot take the lock {lock}: other processes keep replacing it")
+
+
+def _release(lock: Path, fd: int) -> None:
+    if _HELD.pop(lock, None) is None:
+        return
+    with contextlib.suppress(OSError):
+        lock.unlink()  # while still holding it: a process that opened the old file sees it gone and retries
+    os.close(fd)
+
+
+def release_claims() -> None:
+    """Give up every lock this process holds (for a process that ends without
+    unwinding, e.g. ``os._exit``: the kernel would release them, this removes the files)."""
+    for lock, fd in list(_HELD.items()):
+        _release(lock, fd)
 
 
 def _read(path: Path) -> str | None:
@@ -202,22 +279,6 @@ def _read(path: Path) -> str | None:
         return path.read_text().strip()
     except OSError:
         return None
-
-
-def _stale(lock: Path) -> bool:
-    text = _read(lock)
-    if not text:
-        return False
-    host, _, pid = text.rpartition(" ")
-    if host != socket.gethostname() or not pid.isdigit():
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
 
 
 # ------------------------------------------------------------------------------ write
@@ -228,20 +289,28 @@ def write_folder(path: str | os.PathLike, write: Callable[[Path], None], *, kind
     subfolders), and the folder is renamed into place. An existing result (or
     unfinished run) there is replaced only with ``overwrite``; an existing empty folder
     is replaced. Nothing is left behind when ``write`` raises."""
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.parent / f".{out.name}.tmp-{uuid.uuid4().hex[:8]}"
+    out = resolved(path)
+    in_place = os.path.ismount(out)  # a mount point cannot be renamed: its temporary goes inside it
+    home = out if in_place else out.parent
+    home.mkdir(parents=True, exist_ok=True)
+    tmp = home / f".{'socialjax' if in_place else out.name}.tmp-{uuid.uuid4().hex[:8]}"
     tmp.mkdir()
     try:
         write(tmp)
         if kind is not None:
             seal(tmp, kind, info)
         _fsync_dir(tmp)
-        _swap_in(tmp, out, overwrite)
+        (_move_in if in_place else _swap_in)(tmp, out, overwrite)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return out
+
+
+def resolved(path: str | os.PathLike) -> Path:
+    """The output path a job writes: symbolic links followed (the result goes where the
+    link points, and the link stays a link), as an absolute path."""
+    return Path(os.path.realpath(path))
 
 
 def write_subfolder(path: str | os.PathLike, write: Callable[[Path], None], *, kind: str,
@@ -249,7 +318,7 @@ def write_subfolder(path: str | os.PathLike, write: Callable[[Path], None], *, k
     """Like :func:`write_folder`, for a folder that is always replaced (a checkpoint):
     the new one is complete before the old one goes. Leftovers of an earlier killed
     write of the same folder are removed (the caller holds the job's lock)."""
-    out = Path(path)
+    out = resolved(path)
     if out.parent.is_dir():
         for p in out.parent.glob(f".{out.name}.*-*"):
             if _leftover(p.name):
@@ -257,19 +326,25 @@ def write_subfolder(path: str | os.PathLike, write: Callable[[Path], None], *, k
     return write_folder(out, write, kind=kind, overwrite=True, info=info)
 
 
-def _swap_in(tmp: Path, out: Path, overwrite: bool) -> None:
+def _check_replace(out: Path, overwrite: bool) -> str:
+    """The state of ``out`` before a new folder replaces it, refusing what must not be
+    replaced: a result (or unfinished run) without ``overwrite``. A folder that holds
+    only files the job did not write (notes put there while it ran) is written into."""
     state = folder_state(out)
-    if state in ("missing", "empty"):
-        if state == "empty":
-            out.rmdir()
-        os.rename(tmp, out)
-        return
-    if state == "foreign" and out.name != RESUME_DIR:
-        raise OutputError(f"{out} is not empty and is not a socialjax result folder; it is left alone "
-                          f"(the new result is not written)")
-    if not overwrite:
+    if state in ("result", "replacing", "unfinished") and not overwrite:
         raise OutputError(f"{out} was written by another job while this one ran; pass --overwrite to replace it "
                           "(the new result is not written)")
+    return state
+
+
+def _swap_in(tmp: Path, out: Path, overwrite: bool) -> None:
+    state = _check_replace(out, overwrite)
+    if state in ("missing", "empty"):
+        if state == "empty":
+            shutil.rmtree(out)  # at most leftovers and a lost+found
+        os.rename(tmp, out)
+        return
+    _carry(_unrelated(out) if out.name != RESUME_DIR else [], tmp)
     if _exchange(tmp, out):  # one atomic step: tmp now holds the old folder
         shutil.rmtree(tmp, ignore_errors=True)
         return
@@ -277,6 +352,43 @@ def _swap_in(tmp: Path, out: Path, overwrite: bool) -> None:
     os.rename(out, old)  # a crash between these two renames leaves no folder at `out`
     os.rename(tmp, out)
     shutil.rmtree(old, ignore_errors=True)
+
+
+def _carry(paths: list[Path], folder: Path) -> None:
+    """Copy ``paths`` (files or folders) into ``folder``, the new version of their
+    folder; one whose name the new folder uses is kept as ``NAME.kept``."""
+    for p in paths:
+        target = folder / p.name
+        if target.exists():
+            target = folder / f"{p.name}.kept"
+        if p.is_dir() and not p.is_symlink():
+            shutil.copytree(p, target, symlinks=True)
+        else:
+            shutil.copy2(p, target, follow_symlinks=False)
+
+
+def _move_in(tmp: Path, out: Path, overwrite: bool) -> None:
+    """Put the folder written in ``tmp`` (inside ``out``, a mount point) in place of
+    ``out``'s own files: the old manifest goes first (from then on the folder is refused
+    as incomplete, never read as a mix), then the old job's files, then the new files,
+    the new manifest last. Unrelated files stay."""
+    _check_replace(out, overwrite)
+    ours = _ours(out)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(out / MANIFEST)
+    for name in sorted(ours - {MANIFEST}):
+        p = out / name
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p)
+        elif p.exists() or p.is_symlink():
+            p.unlink()
+    for p in sorted(tmp.iterdir(), key=lambda p: p.name == MANIFEST):  # the manifest last
+        target = out / p.name
+        if target.exists() or target.is_symlink():
+            os.rename(target, out / f"{p.name}.kept")
+        os.rename(p, target)
+    tmp.rmdir()
+    _fsync_dir(out)
 
 
 def _exchange(a: Path, b: Path) -> bool:
@@ -338,8 +450,8 @@ def _fsync_dir(path: Path) -> None:
 def replacing(path: str | os.PathLike):
     """Write a single file atomically: yields a temporary path beside ``path`` (same
     extension, so writers that choose a format by it still work), which replaces
-    ``path`` only when the block completes."""
-    out = Path(path)
+    ``path`` only when the block completes (a symbolic link at ``path`` is followed)."""
+    out = resolved(path)
     tmp = out.parent / f".{out.stem}.tmp-{uuid.uuid4().hex[:8]}{out.suffix}"
     try:
         yield tmp

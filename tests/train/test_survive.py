@@ -16,6 +16,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -247,7 +248,7 @@ def test_bad_output_paths_are_refused_before_any_work(argv, message, tmp_path, m
 def test_a_second_job_on_the_same_folder_stops_at_once(tmp_path):
     target = tmp_path / "shared"
     with store.claim(target):
-        with pytest.raises(store.OutputError, match="is being written by .* lock"), store.claim(target):
+        with pytest.raises(store.OutputError, match=r"is being written by .* \(lock "), store.claim(target):
             pass
         code, out, err = run_cli(CLI_ARGS + ["--out", str(target)])
         assert code == 2 and "is being written by" in err
@@ -272,6 +273,31 @@ def _start(argv, cwd):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+class Lines:
+    """The lines a process writes to one of its streams, read as they come (a thread)."""
+
+    def __init__(self, stream):
+        self.lines: list[str] = []
+        self._thread = threading.Thread(target=lambda: self.lines.extend(iter(stream.readline, "")), daemon=True)
+        self._thread.start()
+
+    def wait_for(self, text: str, proc, timeout: float = 300.0) -> str:
+        """The first line holding ``text`` (the process must still run)."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            for line in list(self.lines):
+                if text in line:
+                    return line
+            if proc.poll() is not None:
+                raise AssertionError(f"ended (status {proc.returncode}) before {text!r}: {self.text()}")
+            time.sleep(0.02)
+        raise AssertionError(f"no {text!r} in {timeout} s")
+
+    def text(self) -> str:
+        self._thread.join(timeout=30)
+        return "".join(self.lines)
+
+
 def _wait_for_checkpoint(folder: Path, proc, timeout=300.0):
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -283,35 +309,76 @@ def _wait_for_checkpoint(folder: Path, proc, timeout=300.0):
     raise AssertionError("no checkpoint")
 
 
+@pytest.fixture(scope="module")
+def cli_whole(tmp_path_factory):
+    """The command-line run of the stop tests, never stopped (one compiled call per update)."""
+    out = tmp_path_factory.mktemp("cli") / "whole"
+    code, _, err = run_cli(CLI_ARGS + ["--updates", str(CLI_UPDATES), "--out", str(out)])
+    assert code == 0, err
+    return results.load_run(out)
+
+
 @cpu_only("compares bits of separate processes with this one's CPU results")
-@pytest.mark.parametrize("how", ["sigint", "sigkill"])
-def test_a_stopped_command_line_run_resumes_with_the_same_bits(how, tmp_path):
-    """``socialjax train ... --checkpoint-every 1``, stopped after its first checkpoint
-    (Ctrl-C: it finishes the segment under way, saves and says how to resume; SIGKILL:
-    it dies), then ``--resume``: the result equals an uninterrupted run's, bit for bit."""
+@pytest.mark.parametrize("how", ["sigint", "sigterm-unsaved", "sigkill"])
+def test_a_stopped_command_line_run_resumes_with_the_same_bits(how, cli_whole, tmp_path):
+    """``socialjax train``, stopped part-way, then ``--resume``: the result equals an
+    uninterrupted run's, bit for bit. Ctrl-C with ``--checkpoint-every 1``, after its
+    first checkpoint; SIGTERM without ``--checkpoint-every``, after a progress line: each
+    stops within the update under way, saves what is done and says how to resume. SIGKILL
+    (``--checkpoint-every 1``): the process dies, its last checkpoint resumes."""
     out = tmp_path / "run"
-    argv = CLI_ARGS + ["--updates", str(CLI_UPDATES)]
-    proc = _start(argv + ["--checkpoint-every", "1", "--out", str(out)], tmp_path)
-    _wait_for_checkpoint(out, proc)
-    proc.send_signal(signal.SIGINT if how == "sigint" else signal.SIGKILL)
-    stdout, stderr = proc.communicate(timeout=300)
-    if how == "sigint":
+    argv = CLI_ARGS + ["--updates", str(CLI_UPDATES), "--out", str(out)]
+    if how == "sigterm-unsaved":  # progress lines every update, on stderr
+        proc = _start([a for a in argv if a != "--quiet"] + ["--set", "log_every=1"], tmp_path)
+        err_lines = Lines(proc.stderr)
+        err_lines.wait_for(f"/{CLI_UPDATES}]", proc)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=120)
+        stderr = err_lines.text()
+        last = max(int(line.split("[")[1].split("/")[0]) for line in stderr.splitlines() if f"/{CLI_UPDATES}]" in line)
+    else:
+        proc = _start(argv + ["--checkpoint-every", "1"], tmp_path)
+        _wait_for_checkpoint(out, proc)
+        proc.send_signal(signal.SIGINT if how == "sigint" else signal.SIGKILL)
+        _, stderr = proc.communicate(timeout=300)
+    if how == "sigkill":
+        assert proc.returncode == -signal.SIGKILL
+    else:
         assert proc.returncode == 130, stderr
         assert f"the training state is saved in {out}/resume; continue with: socialjax train --resume {out}" in stderr
-    else:
-        assert proc.returncode == -signal.SIGKILL
     done = json.loads((out / "resume" / "run.json").read_text())["updates_done"]
     assert 1 <= done < CLI_UPDATES
+    if how == "sigterm-unsaved":  # stopped after the update under way: the last one it reported
+        assert "SIGTERM: stopping after the update under way" in stderr
+        assert done == last, (done, last)
     code, _, err = run_cli(["train", "--resume", str(out), "--quiet"])
     assert code == 0, err
     resumed = results.load_run(out)
-    code, _, err = run_cli(argv + ["--out", str(tmp_path / "whole")])  # one call, no segments
-    assert code == 0, err
-    whole = results.load_run(tmp_path / "whole")
-    for k in whole.metrics:
-        assert_same(resumed.metrics[k], whole.metrics[k], err_msg=k)
-    for x, y in zip(leaves(resumed.states), leaves(whole.states), strict=True):
+    for k in cli_whole.metrics:
+        assert_same(resumed.metrics[k], cli_whole.metrics[k], err_msg=k)
+    for x, y in zip(leaves(resumed.states), leaves(cli_whole.states), strict=True):
         assert_same(x, y)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_stop_during_compilation_ends_the_process_at_once(signum, tmp_path):
+    """A signal while the program compiles ends ``socialjax train`` at once, status 130,
+    with a line saying nothing was saved: no waiting for the compiler, no crash of the
+    interpreter's shutdown under XLA's threads (which ended earlier runs in a segmentation
+    fault), and nothing left in the output folder."""
+    out = tmp_path / "run"
+    argv = [a for a in CLI_ARGS if a != "--quiet"] + ["--updates", "3", "--out", str(out), "--no-compile-cache"]
+    proc = _start(argv, tmp_path)
+    out_lines = Lines(proc.stdout)
+    out_lines.wait_for("compiling...", proc)
+    proc.send_signal(signum)
+    start = time.time()
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, (proc.returncode, stderr)
+    assert time.time() - start < 10
+    assert "stopped at once; nothing was saved" in stderr
+    assert store.folder_state(out) == "missing"
+    assert not list(tmp_path.glob(".run.*"))  # no lock, no temporary left
 
 
 # ------------------------------------------------------------------------ donor-evolution
@@ -394,3 +461,117 @@ def test_leftovers_of_a_killed_write_are_ignored_and_replacing_is_atomic(tmp_pat
     assert (out / "resume" / "a.txt").read_text() == "2"
     store.verify(out / "resume", kind="checkpoint")
     assert sorted(p.name for p in out.iterdir()) == ["resume"]  # the leftover is cleared by the next write
+
+
+# ------------------------------------------------------------------------- output paths
+def _write(n):
+    return lambda folder: (folder / "a.txt").write_text(str(n))
+
+
+def test_a_symbolic_link_is_followed_and_stays_a_link(tmp_path):
+    """``--out link``: the result is written where the link points; with ``--overwrite``
+    the result there is replaced and the link stays a link, nothing hidden left beside it."""
+    target = tmp_path / "real"
+    link = tmp_path / "link"
+    link.symlink_to(target)  # dangling: the folder is made where it points
+    assert store.check_out_dir(link) == target
+    store.write_folder(link, _write(1), kind="population")
+    assert link.is_symlink() and (target / "a.txt").read_text() == "1"
+    with pytest.raises(store.OutputError, match="already holds a population result"):
+        store.check_out_dir(link)
+    store.check_out_dir(link, overwrite=True)
+    with store.claim(link):
+        assert (tmp_path / ".real.lock").exists()  # the target's lock: both spellings are one folder
+        with pytest.raises(store.OutputError, match="is being written by"), store.claim(target):
+            pass
+        store.write_folder(link, _write(2), kind="population", overwrite=True)
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    assert (target / "a.txt").read_text() == "2"
+    store.verify(link, kind="population")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link", "real"]
+    (tmp_path / "out.csv")  # a single file through a link, too.write_text("old")
+    (tmp_path / "csv-link").symlink_to(tmp_path / "out.csv")
+    with store.replacing(tmp_path / "csv-link") as tmp:
+        tmp.write_text("new")
+    assert (tmp_path / "csv-link").is_symlink() and (tmp_path / "out.csv").read_text() == "new"
+
+
+def test_files_of_the_user_in_an_output_folder_neither_stop_a_run_nor_are_deleted(tmp_path):
+    """A notes file put beside a checkpoint leaves the folder an unfinished run (resumable,
+    not foreign), and the result that replaces the folder keeps a copy of it (and of a
+    file named like one of the result's, as ``NAME.kept``)."""
+    out = tmp_path / "run"
+    store.write_folder(out, lambda tmp: store.write_subfolder(tmp / store.RESUME_DIR, _write(1), kind="checkpoint"),
+                       kind=None)
+    (out / "notes.txt").write_text("lr too high?")
+    (out / "a.txt").write_text("mine")
+    assert store.folder_state(out) == "unfinished"
+    store.check_out_dir(out, resume=True)
+    store.write_subfolder(out / store.RESUME_DIR, _write(2), kind="checkpoint")  # the next checkpoint
+    store.write_folder(out, _write(3), kind="population", overwrite=True)  # the result
+    assert store.folder_state(out) == "result"
+    store.verify(out, kind="population")
+    assert (out / "notes.txt").read_text() == "lr too high?"
+    assert (out / "a.txt").read_text() == "3" and (out / "a.txt.kept").read_text() == "mine"
+    store.write_folder(out, _write(4), kind="population", overwrite=True)  # replaced again: the notes stay
+    assert (out / "notes.txt").read_text() == "lr too high?"
+    assert not (out / store.RESUME_DIR).exists()
+
+
+def test_the_lock_goes_with_its_process(tmp_path):
+    """Two processes on one folder: the second is refused while the first holds it, and
+    once the first is gone (killed: no cleanup) the folder is free again."""
+    target = tmp_path / "shared"
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from socialjax.train import store\n"
+                               f"with store.claim({str(target)!r}):\n print('held', flush=True); time.sleep(600)"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(store.OutputError, match=f"is being written by .* {holder.pid} "), store.claim(target):
+            pass
+        code, _, err = run_cli(["train", "--resume", str(target)])  # not even read: nothing there
+        assert code == 2
+    finally:
+        holder.kill()
+        holder.wait()
+    with store.claim(target):  # its lock file is left, its lock is not
+        pass
+
+
+MOUNT_SCRIPT = """
+import os, sys
+from pathlib import Path
+from socialjax.train import store
+mp = Path(sys.argv[1])
+assert os.path.ismount(mp)
+assert store.check_out_dir(mp) == mp
+with store.claim(mp):
+    store.write_folder(mp, lambda t: (t / "a.txt").write_text("1"), kind="population")
+(mp / "notes.txt").write_text("mine")
+store.write_folder(mp, lambda t: (t / "b.txt").write_text("2"), kind="population", overwrite=True)
+store.verify(mp, kind="population")
+print(sorted(p.name for p in mp.iterdir()))
+"""
+
+
+@pytest.fixture
+def mount_point(tmp_path):
+    """A command that runs its arguments with a fresh tmpfs mounted at ``tmp_path/mp``
+    (a private mount namespace), or a skip where this system cannot make one."""
+    mp = tmp_path / "mp"
+    mp.mkdir()
+    probe = subprocess.run(["unshare", "-rm", "sh", "-c", f"mount -t tmpfs -o size=64m tmpfs {mp}"],
+                           capture_output=True, text=True)
+    if probe.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {probe.stderr.strip()}")
+    return mp, lambda cmd: ["unshare", "-rm", "sh", "-c", f"mount -t tmpfs -o size=64m tmpfs {mp} && exec \"$@\"",
+                            "sh", *cmd]
+
+
+def test_a_mount_point_is_written_inside(mount_point, tmp_path):
+    """``--out`` naming a mount point (a ``docker -v`` folder): it cannot be renamed, so
+    the result is written inside it, old files replaced, unrelated ones kept."""
+    mp, inside = mount_point
+    done = subprocess.run(inside([sys.executable, "-c", MOUNT_SCRIPT, str(mp)]), capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['b.txt', 'manifest.json', 'notes.txt']", done.stdout
