@@ -43,6 +43,7 @@ import threading
 
 from socialjax.cli import bench, cache, envs, evaluate, render, reproduce, results, train
 from socialjax.cli.common import config_overrides, exit_now
+from socialjax.train import store
 
 __all__ = ["COMMANDS", "build_parser", "config_overrides", "main"]
 
@@ -73,6 +74,8 @@ def main(argv: list[str] | None = None) -> int:
         return args.main(args)
     except KeyboardInterrupt:  # a command that stops more gracefully says so itself (train, reproduce)
         exit_now(130, "\nstopped at once\n")
+    except OSError as err:  # disk full, permissions, a read-only or busy path: one line, no traceback
+        parser.exit(1, f"socialjax {args.command}: {store.os_error_line(err, 'read or write a file')}\n")
     finally:
         if main_thread:
             signal.signal(signal.SIGTERM, previous)

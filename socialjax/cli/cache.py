@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from socialjax.train import compilation
+from socialjax.train import compilation, store
 from socialjax.train.compilation import CACHE_VARIABLE
 
 
@@ -33,7 +33,9 @@ def main(args: argparse.Namespace) -> int:
         return 0
     try:
         files, size = compilation.clear_cache(folder)
-    except (ValueError, OSError) as err:
+    except ValueError as err:
         args.subparser.error(str(err))
+    except OSError as err:
+        args.subparser.exit(1, f"socialjax cache: {store.os_error_line(err, 'clear the cache')}\n")
     print(f"cleared {folder}: {files} file(s), {size / 2**20:.1f} MiB")
     return 0

@@ -38,7 +38,11 @@ def main(args: argparse.Namespace) -> int:
             print(tables.summary(args.dir))
             return 0
         rows = tables.write_csv(args.dir, out)
-    except (OSError, ValueError) as err:
+    except FileNotFoundError as err:
+        parser.error(str(err))
+    except OSError as err:  # the disk, permissions: one line, status 1
+        parser.exit(1, f"socialjax results: {store.os_error_line(err, 'write the table' if args.csv else 'read')}\n")
+    except ValueError as err:
         parser.error(str(err))
     print(f"wrote {out}: {rows:,} rows, one per value saved in {args.dir}")
     return 0

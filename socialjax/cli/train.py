@@ -209,11 +209,28 @@ def _run_donor(parser, args, settings: dict, out_dir: str, resume: bool = False)
         except KeyboardInterrupt:
             exit_now(130, "\nstopped at once" + (f"; the last checkpoint is in {out_dir}/resume"
                                                    if _has_checkpoint(out_dir) else "; nothing was saved") + "\n")
+        except (OSError, MemoryError, store.OutputError) as err:
+            line = store.os_error_line(err, "write the results") if isinstance(err, OSError) else str(err)
+            kept = (f"; the last checkpoint in {out_dir}/resume is intact: continue with `socialjax train --resume "
+                    f"{out_dir}` once the cause is fixed") if _has_checkpoint(out_dir) else ""
+            parser.exit(1, f"socialjax train donor-evolution: {line}{kept}\n")
     return 0
 
 
 def _has_checkpoint(out_dir) -> bool:
     return store.folder_state(Path(out_dir)) in ("unfinished", "replacing")
+
+
+def _what_is_kept(out_dir, saved: dict, config) -> str:
+    """What a failed run leaves, for the end of its one-line error: its last checkpoint
+    and how to continue from it, and an earlier result that stays."""
+    kept = ""
+    if saved["updates"] and _has_checkpoint(out_dir):
+        kept = (f"; the last checkpoint (update {saved['updates']} of {config.num_updates}) in {out_dir}/resume is "
+                f"intact: continue with `socialjax train --resume {out_dir}` once the cause is fixed")
+    if store.folder_state(Path(out_dir)) in ("result", "replacing"):
+        kept += f"; the earlier result in {out_dir} is intact"
+    return kept or "; nothing was saved"
 
 
 def join_processes(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
@@ -335,11 +352,18 @@ def run_job(parser, args, job: dict, out_dir: str, *, chunk=None, memory=None, r
                          on_segment=checkpoint if every else None, resume=resume)
         except (ValueError, TypeError) as err:  # the population against the seats, the batch sizes: before compiling
             parser.error(f"{name}: {err}")
-        except MemoryError as err:  # raised after compiling, before anything ran
-            parser.exit(1, f"socialjax train {name}: {err}\n")
+        except MemoryError as err:  # after compiling: before anything ran, or part-way (DeviceMemoryError)
+            parser.exit(1, f"socialjax train {name}: {err}{_what_is_kept(out_dir, saved, config)}\n")
+        except OSError as err:  # a checkpoint could not be written
+            parser.exit(1, f"socialjax train {name}: {store.os_error_line(err, 'write the checkpoint')}"
+                           f"{_what_is_kept(out_dir, saved, config)}\n")
         except Interrupted as stop:  # a signal: the updates done are saved, with or without --checkpoint-every
             if not every:
-                checkpoint(stop.snapshot)
+                try:
+                    checkpoint(stop.snapshot)
+                except OSError as err:
+                    parser.exit(1, f"\nstopped after update {stop.snapshot.updates_done}, but "
+                                   f"{store.os_error_line(err, 'write the checkpoint')}: nothing was saved\n")
             parser.exit(130, f"\nstopped after update {stop.snapshot.updates_done} of {config.num_updates}: the "
                              f"training state is saved in {out_dir}/resume; continue with: socialjax train --resume "
                              f"{out_dir}\n")
@@ -350,9 +374,15 @@ def run_job(parser, args, job: dict, out_dir: str, *, chunk=None, memory=None, r
                               f"--resume {out_dir}\n")
             exit_now(130, "\nstopped at once; nothing was saved (no checkpoint yet)\n")
         if lead:
-            text = results.save_run(result, out_dir, env_name=job["env_name"], env_options=job["env_options"],
-                                    preset=job["preset"], base_seed=job["base_seed"],
-                                    overwrite=args.overwrite or bool(every) or resume is not None)
+            try:
+                text = results.save_run(result, out_dir, env_name=job["env_name"], env_options=job["env_options"],
+                                        preset=job["preset"], base_seed=job["base_seed"],
+                                        overwrite=args.overwrite or bool(every) or resume is not None)
+            except OSError as err:
+                parser.exit(1, f"socialjax train {name}: trained, but {store.os_error_line(err, 'write the result')}"
+                               f"{_what_is_kept(out_dir, saved, config)}\n")
+            except store.OutputError as err:  # another job wrote the folder while this one ran
+                parser.exit(1, f"socialjax train {name}: trained, but {err}{_what_is_kept(out_dir, saved, config)}\n")
             if not args.quiet:
                 print(text, flush=True)
     return result

@@ -53,8 +53,8 @@ class Environment(Generic[TState, TParams]):
     scripted_bots: tuple[str, ...] = ()
 
     def __init__(self, num_agents: int):
-        if not isinstance(num_agents, (int,)) or isinstance(num_agents, bool) or num_agents < 1:
-            raise ValueError(f"num_agents must be a positive int, got {num_agents!r}")
+        if not isinstance(num_agents, (int,)) or isinstance(num_agents, bool) or not 1 <= num_agents <= 2**31 - 1:
+            raise ValueError(f"num_agents must be a positive int that fits int32, got {num_agents!r}")
         self.num_agents = int(num_agents)
         self._default_params: TParams | None = None
 
@@ -110,7 +110,10 @@ class Environment(Generic[TState, TParams]):
         config) becomes one array of the default's dtype, not a tree of scalars. Each
         value must have its default's shape (one set of params: a list where the
         default is a number is an error, not a per-agent value; sweep by vmapping over
-        params) and fit the dtype it is stored in (``1e39`` overflows float32)."""
+        params) and fit the dtype it is stored in (``1e39`` overflows float32, ``2.5``
+        is not an int32); a value of another kind of number than its default (a whole
+        float where the default is an int, an int where it is a float) is stored in the
+        default's dtype."""
         fields = self.params_cls.field_names()
         unknown = sorted(set(changes) - set(fields))
         if unknown:
@@ -118,7 +121,8 @@ class Environment(Generic[TState, TParams]):
                 f"{self.name}: unknown parameter(s) {unknown}; valid parameters: {fields}"
             )
         lists = [k for k, v in changes.items() if isinstance(v, (list, tuple))]
-        values = {k: np.asarray(v) if k in lists else v for k, v in changes.items()}
+        values = {k: _as_array(f"{self.name}: {self.params_cls.__name__}.{k}", v) if k in lists else v
+                  for k, v in changes.items()}
         params = self.default_params.replace(**values).validate()  # ranges, checked in float64
         self.check_params(params)
         for name in changes:  # then the default's shape and dtype
@@ -126,6 +130,7 @@ class Environment(Generic[TState, TParams]):
             _check_storable(f"{self.name}: {self.params_cls.__name__}.{name}", getattr(params, name), default)
         params = params.replace(**{k: np.asarray(getattr(params, k), np.asarray(getattr(self.default_params, k)).dtype)
                                    for k in lists})
+        params = self._in_default_dtypes(params)
         env = copy.copy(self)
         env._default_params = _as_jax(params)
         return env
@@ -187,9 +192,36 @@ class Environment(Generic[TState, TParams]):
                 f"got {type(params).__name__}"
             )
         if is_concrete(params):
-            params = params.validate()
+            params = self._in_default_dtypes(params.validate())
             self.check_params(params)
         return _as_jax(params)
+
+    def _in_default_dtypes(self, params: TParams) -> TParams:
+        """``params`` (validated) with each concrete field that holds another kind of
+        number than its default (a float where the default is an int32, an int where it is
+        a float32) converted to the default's dtype, so that the environment computes in
+        the dtypes it was written for (a float32 where an int32 counter is carried through
+        a scan is a trace-time error). A fractional value for an integer field is a
+        ``ValueError`` naming it; Python numbers stay Python numbers (JAX's weak types)."""
+        changes = {}
+        for name in params.field_names():
+            value, default = getattr(params, name), getattr(self.default_params, name)
+            if isinstance(value, jax.core.Tracer):
+                continue
+            want = np.asarray(default).dtype
+            have = np.asarray(value).dtype
+            if have.kind == want.kind or have.kind not in "biuf":
+                continue
+            label = f"{self.name}: {type(params).__name__}.{name}"
+            if want.kind in "iu":
+                host = np.asarray(value, np.float64)
+                if np.any(host != np.round(host)):
+                    raise ValueError(f"{label} must be a whole number (it is stored as {want}), got {_brief(value)}")
+            if isinstance(value, (bool, int, float)):
+                changes[name] = {"b": bool, "i": int, "u": int, "f": float}[want.kind](value)
+            else:
+                changes[name] = np.asarray(value).astype(want)
+        return params.replace(**changes) if changes else params
 
     def resolve_single_params(self, params: TParams | None) -> TParams:
         """``params`` (``None``: the defaults) checked on the host for an entry point that
@@ -270,6 +302,21 @@ def _check_storable(name: str, value: Any, default: Any) -> None:
         info = np.iinfo(dtype)
         if np.any(np.isfinite(host) & ((host < info.min) | (host > info.max))):
             raise ValueError(f"{name}={host.tolist()} does not fit {dtype} ([{info.min}, {info.max}])")
+
+
+def _as_array(name: str, value: Any) -> np.ndarray:
+    """A (nested) list or tuple as one array; a ragged one is a ``ValueError`` naming ``name``."""
+    try:
+        return np.asarray(value)
+    except (ValueError, TypeError):
+        raise ValueError(f"{name} must be a number or a regular (not ragged) list of numbers, "
+                         f"got {_brief(value)}") from None
+
+
+def _brief(value: Any) -> str:
+    """``repr(value)`` on one line, cut to 80 characters."""
+    text = " ".join(repr(value).split())
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _outside_before_cast(actions: Any, space: Any) -> np.ndarray | None:

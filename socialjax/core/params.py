@@ -103,23 +103,38 @@ def check_number(name: str, value: Any, low: float | None = None, high: float | 
 
 
 def _short(value: Any) -> str:
+    """``value`` for an error message, on one line (an array of any shape included)."""
     arr = np.asarray(value)
     if arr.size == 1:
         return repr(arr.item())
     if arr.ndim == 1 and arr.size <= 8 and arr.dtype.kind in "biuf":
         return "[" + ", ".join(str(x) for x in arr) + "]"  # numpy scalars print at their own precision
-    return np.array2string(arr, threshold=8)
+    return " ".join(np.array2string(arr, threshold=8).split())
 
 
 def _numbers(name: str, value: Any) -> np.ndarray:
-    """``value`` as a float64 array; ``ValueError`` for anything that is not numeric."""
-    arr = np.asarray(value)
-    if arr.dtype.kind not in "OSU":
+    """``value`` as a float64 array; ``ValueError`` for anything that is not a real
+    number or an array of them (a string, None, a bool where a number is meant, a
+    complex number). A Python int too large for numpy becomes its float (so that the
+    range and storage checks name it)."""
+    if isinstance(value, int) and not isinstance(value, bool):
         try:
-            return arr.astype(np.float64)
-        except (TypeError, ValueError):
-            pass
-    raise ValueError(f"{name} must be a number or an array of numbers, got {value!r}")
+            return np.asarray(float(value))
+        except OverflowError:
+            return np.asarray(np.inf if value > 0 else -np.inf)
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError):  # a ragged list
+        arr = None
+    if arr is not None and arr.dtype.kind in "iuf":
+        return arr.astype(np.float64)
+    raise ValueError(f"{name} must be a number or an array of numbers, got {_brief(value)}")
+
+
+def _brief(value: Any) -> str:
+    """``repr(value)`` on one line, cut to 80 characters."""
+    text = " ".join(repr(value).split())
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _check_bool_array(name: str, value: Any) -> None:

@@ -5,7 +5,11 @@ choices (they may change array shapes and trigger a new compile); those naming a
 of its params dataclass set the default params (vmappable numbers). Anything else is an
 error that lists what is valid. A bool option or field takes True/False and the strings
 true/false, 1/0, yes/no in any case (``"false"`` from a command line is False), and
-nothing else (:func:`socialjax.core.params.parse_bool`).
+nothing else (:func:`socialjax.core.params.parse_bool`). A static option is checked
+against its constructor's annotation before the environment is built: an ``int`` option
+takes an int (numpy's too, not a bool nor a float) that fits int32, a ``str`` option a
+string, a ``tuple`` option a tuple or list, and ``None`` only where the annotation
+admits it; the environment checks the value itself (its range, its choices).
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from socialjax.core.environment import Environment
 from socialjax.core.params import parse_bool
@@ -114,12 +120,55 @@ def make(name: str, **options: Any) -> Environment:
     return env
 
 
+INT32_MAX = 2**31 - 1
+# the types a static option's annotation may name, and how a value of each is accepted
+_KINDS = {
+    "int": ("an int", lambda v: isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))),
+    "str": ("a string", lambda v: isinstance(v, str)),
+    "tuple": ("a tuple or list", lambda v: isinstance(v, (tuple, list))),
+}
+
+
 def _static(parameter: inspect.Parameter, value: Any) -> Any:
-    """A constructor argument annotated ``bool`` goes through :func:`parse_bool`
-    (``"false"`` is False); others pass unchanged."""
-    if parameter.annotation in (bool, "bool"):
-        return parse_bool(parameter.name, value)
-    return value
+    """A constructor argument checked against its annotation: ``bool`` goes through
+    :func:`parse_bool` (``"false"`` is False); ``int``, ``str``, ``tuple`` and ``X | None``
+    take a value of that type (an int that fits int32, the dtype the environment
+    computes in; a list for a tuple), else a ``ValueError`` naming the option.
+    Unannotated arguments and other annotations pass unchanged."""
+    name, kinds = parameter.name, _annotation_kinds(parameter.annotation)
+    if kinds is None:
+        return value
+    if value is None and "None" in kinds:
+        return None
+    if "bool" in kinds:
+        return parse_bool(name, value)
+    for kind in kinds:
+        if kind != "None" and _KINDS[kind][1](value):
+            if kind == "int":
+                value = int(value)
+                if abs(value) > INT32_MAX:
+                    raise ValueError(f"{name}={value} does not fit int32 (at most {INT32_MAX} in magnitude)")
+            return tuple(value) if kind == "tuple" else value
+    wanted = " or ".join("None" if kind == "None" else _KINDS[kind][0] for kind in kinds)
+    raise ValueError(f"{name} must be {wanted}, got {_brief(value)}")
+
+
+def _annotation_kinds(annotation: Any) -> tuple[str, ...] | None:
+    """``"int | None"`` -> ``("int", "None")``; ``None`` for an annotation this module
+    does not check (missing, or naming another type)."""
+    text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", None)
+    if not text:
+        return None
+    kinds = tuple(part.strip().split("[")[0] for part in text.split("|"))
+    if not all(kind in _KINDS or kind in ("bool", "None") for kind in kinds):
+        return None
+    return kinds
+
+
+def _brief(value: Any) -> str:
+    """``repr(value)`` on one line, cut to 80 characters."""
+    text = repr(value).replace("\n", " ")
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def unknown_name(kind: str, name, names) -> ValueError:

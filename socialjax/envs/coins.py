@@ -21,7 +21,7 @@ Melting Pot variant (``variant="meltingpot"``, the default), from
   column from the left (map cells ``(2, width - 1)`` and ``(height - 1, 2)``). Melting
   Pot draws ``width``, ``height`` uniformly in ``[10, 15]`` (``min_width`` ...
   ``max_height``) once per build. Here the static options ``width``, ``height``
-  (default 15, the config's maximum) fix the interior; with ``random_size=True`` each
+  (default 15, the config's maximum; at most 255 here) fix the interior; with ``random_size=True`` each
   episode draws ``width`` in ``[10, width]`` and ``height`` in ``[10, height]`` and
   pads to the static size (:func:`coins_layout`).
 - Coins start in their wait state (``StateManager`` ``initialState`` ``"coinWait"``):
@@ -121,6 +121,7 @@ COIN_0, COIN_1 = COIN_CODES
 # ------------------------------------------------------------------ Melting Pot numbers
 NUM_PLAYERS = 2  # coins.py: MANDATED_NUM_PLAYERS
 MIN_SIZE, MAX_SIZE = 10, 15  # coins.py get_config: min_width = min_height = 10, max_* = 15
+MAX_SIDE = 255  # our limit on width and height: the map is written and parsed cell by cell on the host
 REGROW_RATE = 0.0005  # coins.py get_prefabs: regrow_rate (ChoiceCoinRegrow regrowRate)
 # coins.py get_prefabs: reward_self_for_match, _self_for_mismatch, _other_for_match, _other_for_mismatch
 REWARD_SELF_MATCH, REWARD_SELF_MISMATCH, REWARD_OTHER_MATCH, REWARD_OTHER_MISMATCH = 1.0, 1.0, 0.0, -2.0
@@ -292,8 +293,8 @@ class Coins(GridEnv):
             raise ValueError("egocentric is an option of variant='lola' only")
         low = MIN_SIZE if random_size else 4
         for name, value in (("width", width), ("height", height)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < low:
-                raise ValueError(f"{name} must be an int >= {low}"
+            if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= MAX_SIDE:
+                raise ValueError(f"{name} must be an int in [{low}, {MAX_SIDE}]"
                                  f"{' with random_size (Melting Pot min 10)' if random_size else ''}, got {value!r}")
         self.width, self.height, self.random_size = width, height, bool(random_size)
         grid_map = parse_map(f"coins_{height}x{width}", ascii_map(width, height, width, height), LEGEND)

@@ -59,7 +59,7 @@ from flax import struct
 from socialjax.core.params import param
 from socialjax.envs.grid import constants as C
 from socialjax.envs.grid import engine as E
-from socialjax.envs.grid.base import GridEnv, GridParams, GridState
+from socialjax.envs.grid.base import MAX_AGENTS, GridEnv, GridParams, GridState
 from socialjax.envs.grid.maps import parse_map, tile
 
 GATHERING_MAP = """
@@ -124,7 +124,8 @@ class Gathering(GridEnv):
     def __init__(self, num_agents: int = 2, episode_length: int = EPISODE_LENGTH, obs_mode: str = "codes",
                  view: tuple = VIEW):
         grid_map = parse_map("gathering", GATHERING_MAP, LEGEND)
-        sides = tuple(SIDES[i % 2] for i in range(num_agents)) if isinstance(num_agents, int) else ()
+        # the first spawn side of each agent (agents beyond the grid games' cap are refused by GridEnv)
+        sides = tuple(SIDES[i % 2] for i in range(min(num_agents, MAX_AGENTS))) if isinstance(num_agents, int) else ()
         super().__init__(
             grid_map, num_agents, len(C.GATHERING_ACTIONS), tuple(view), E.straight_beam(max(grid_map.shape)),
             episode="fixed", episode_length=episode_length, obs_mode=obs_mode, first_spawn=sides,

@@ -21,6 +21,11 @@ took a second or more; the small ones add up: 0.7 s of the main job's rerun), un
 ``JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS`` says otherwise. As JAX's documentation
 warns, the folder is trusted: do not share it with people you do not trust.
 
+A cache that fails is bypassed: a folder that cannot be created or written leaves the
+run without a cache (one line says so); a damaged entry is compiled again and an entry
+that cannot be stored (a full disk) is skipped, JAX's warning per program collapsed into
+one line per kind.
+
 The options. On the CPU, :func:`compiler_options` asks XLA for LLVM's optimisation level
 1 instead of its default (2): the training programs compile in about half the time
 (measured on a 2-core CPU: ipd-mixed 15.1 -> 9.5 s, harvest-ippo-small 27.1 -> 14.7 s)
@@ -33,9 +38,12 @@ table). Other backends, and a process where the user chose optimisation settings
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
+import warnings
 from pathlib import Path
+from typing import Any
 
 import jax
 
@@ -87,13 +95,47 @@ def enable_cache(path: str | os.PathLike | None = None) -> str | None:
         return None
     try:
         folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / f".probe-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
     except OSError as err:  # an unwritable home: compile without a cache rather than fail the run
-        print(f"socialjax: no compilation cache ({folder}: {err.strerror})", file=sys.stderr)
+        print(f"socialjax: compiling without a cache ({folder}: {err.strerror or err})", file=sys.stderr)
         return None
+    _collapse_cache_warnings(folder)
     jax.config.update("jax_compilation_cache_dir", str(folder))
     if MIN_COMPILE_SECONDS_VARIABLE not in os.environ:
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     return str(folder)
+
+
+_CACHE_WARNING = re.compile(r"Error (reading|writing) persistent compilation cache entry for '[^']*': (.*)", re.S)
+_collapsing: dict[str, Any] = {}  # the cache folder whose warnings are collapsed, and the kinds already reported
+
+
+def _collapse_cache_warnings(folder: Path) -> None:
+    """JAX warns once per program when a cache entry cannot be read (a damaged file) or
+    written (a full disk): dozens of warnings in one run. It then compiles the program
+    (or goes on without storing it), so the run is right; these become one line per
+    kind, saying so and what to do."""
+    if _collapsing:
+        _collapsing["folder"] = folder
+        return
+    _collapsing.update(folder=folder, seen=set())
+    original = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        match = _CACHE_WARNING.match(str(message))
+        if match is None:
+            return original(message, category, filename, lineno, file, line)
+        kind, reason = match.group(1), match.group(2).splitlines()[0]
+        if kind not in _collapsing["seen"]:
+            _collapsing["seen"].add(kind)
+            what = "read (a damaged entry" if kind == "reading" else "written (a full or read-only disk"
+            print(f"socialjax: the compilation cache {_collapsing['folder']} could not be {what}: {reason}); "
+                  "compiling without it where it fails (`socialjax cache --clear` empties it, "
+                  f"{CACHE_VARIABLE}=0 turns it off)", file=sys.stderr, flush=True)
+
+    warnings.showwarning = show
 
 
 def cache_contents(path: str | os.PathLike) -> tuple[int, int]:

@@ -112,6 +112,18 @@ class Snapshot:
     chunk: int | None
 
 
+class DeviceMemoryError(MemoryError):
+    """The device ran out of memory while the runs were computed (XLA's plan fitted, the
+    allocator then failed: fragmentation, another process on the device); the message
+    names the sizes to reduce. Snapshots already handed to ``on_segment`` are intact."""
+
+
+def out_of_memory(err: Exception) -> bool:
+    """Whether a runtime error from XLA is a failed device allocation."""
+    text = str(err)
+    return "RESOURCE_EXHAUSTED" in text or "Out of memory" in text or "out of memory" in text
+
+
 class Interrupted(Exception):
     """Raised by :func:`run_job` when Ctrl-C stopped it between segments; ``snapshot``
     holds the runs (already handed to ``on_segment``)."""
@@ -175,7 +187,16 @@ def run_job(
             xs, metrics_so_far = put_state(resume.state, blocks.layout), [resume.metrics]
         compile_seconds = time.perf_counter() - start
         stop.stoppable = True
-        final, metrics = run_segments(job, blocks, plan, xs, done, metrics_so_far, progress, K, on_segment, stop)
+        try:
+            final, metrics = run_segments(job, blocks, plan, xs, done, metrics_so_far, progress, K, on_segment, stop)
+        except jax.errors.JaxRuntimeError as err:
+            if not out_of_memory(err):
+                raise
+            raise DeviceMemoryError(f"the device ran out of memory part-way ({str(err).splitlines()[0][:200]}), "
+                                    f"computing {blocks.layout.per_device} runs per device"
+                                    + (f" {blocks.chunk} at a time" if blocks.chunk else " together")
+                                    + f"; a run's memory grows with {job.grows_with}; or compute fewer runs "
+                                    "together (chunk)") from None
     metrics = jax.tree_util.tree_map(lambda x: x.reshape(G, S, *x.shape[1:]), metrics)
     states = jax.tree_util.tree_map(lambda x: x.reshape(G, S, *x.shape[1:]), final)
     return JobResult(seeds, grid, metrics, states, time.perf_counter() - start, compile_seconds,

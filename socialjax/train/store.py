@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import errno
 import fcntl
 import hashlib
 import json
@@ -58,6 +59,30 @@ class ResultError(ValueError):
 
 class OutputError(ValueError):
     """An output path that cannot be written as asked."""
+
+
+# ------------------------------------------------------------------------------ errors
+_ADVICE = {
+    errno.ENOSPC: "the disk is full: free space there (df -h shows how much) or write elsewhere",
+    errno.EDQUOT: "your disk quota is used up: free space or write elsewhere",
+    errno.EACCES: "permission denied: write to a folder you own",
+    errno.EPERM: "not permitted: write to a folder you own",
+    errno.EROFS: "the filesystem is read-only: write elsewhere",
+    errno.EBUSY: "the path is busy (in use, or a mount point): write elsewhere",
+    errno.EFBIG: "the file is larger than this filesystem or limit allows: write elsewhere",
+    errno.ENAMETOOLONG: "the name is too long for this filesystem: choose a shorter path",
+    errno.EIO: "the device reported an input/output error: check the disk, or write elsewhere",
+}
+
+
+def os_error_line(err: OSError, doing: str) -> str:
+    """One line for an operating-system failure while ``doing`` something: the path, the
+    system's words and what to do (``cannot write ... : No space left on device: the
+    disk is full: ...``)."""
+    where = err.filename if err.filename is not None else ""
+    what = err.strerror or str(err)
+    advice = _ADVICE.get(err.errno)
+    return f"cannot {doing}{f' ({where})' if where else ''}: {what}" + (f"; {advice}" if advice else "")
 
 
 # ------------------------------------------------------------------------------ checks
@@ -251,8 +276,9 @@ def _take(lock: Path, out: Path) -> int:
         except FileNotFoundError:
             same = False
         if same:
-            os.ftruncate(fd, 0)
-            os.write(fd, f"{socket.gethostname()} {os.getpid()}".encode())
+            with contextlib.suppress(OSError):  # who holds it, for the message of a refused job (a full disk: none)
+                os.ftruncate(fd, 0)
+                os.write(fd, f"{socket.gethostname()} {os.getpid()}".encode())
             _HELD[lock] = fd
             return fd
         os.close(fd)
@@ -301,10 +327,20 @@ def write_folder(path: str | os.PathLike, write: Callable[[Path], None], *, kind
             seal(tmp, kind, info)
         _fsync_dir(tmp)
         (_move_in if in_place else _swap_in)(tmp, out, overwrite)
+    except OSError as err:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise _naming(err, out) from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return out
+
+
+def _naming(err: OSError, path: Path) -> OSError:
+    """``err`` naming ``path`` when it names no file (a write to an open file does not)."""
+    if err.filename is not None:
+        return err
+    return type(err)(err.errno, err.strerror or str(err), str(path))
 
 
 def resolved(path: str | os.PathLike) -> Path:
@@ -457,6 +493,8 @@ def replacing(path: str | os.PathLike):
         yield tmp
         _fsync_file(tmp)
         os.replace(tmp, out)
+    except OSError as err:
+        raise _naming(err, out) from None
     finally:
         tmp.unlink(missing_ok=True)
 

@@ -10,6 +10,7 @@ run, one interrupted by SIGINT and one killed with SIGKILL, then resumed."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import io
 import json
 import os
@@ -575,3 +576,104 @@ def test_a_mount_point_is_written_inside(mount_point, tmp_path):
     done = subprocess.run(inside([sys.executable, "-c", MOUNT_SCRIPT, str(mp)]), capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "['b.txt', 'manifest.json', 'notes.txt']", done.stdout
+
+
+# ------------------------------------------------------------------ failures of the system
+def _no_space(path):
+    return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+
+def test_a_full_disk_at_a_checkpoint_is_one_line_and_the_last_checkpoint_resumes(tmp_path, monkeypatch):
+    """The disk fills at the second checkpoint: one line naming the path, the cause, what
+    to do and the checkpoint that is intact; ``--resume`` then finishes the run."""
+    out = tmp_path / "run"
+    save = results.save_checkpoint
+    calls = []
+
+    def second_fails(out_dir, snapshot, *args, **kwargs):
+        calls.append(snapshot.updates_done)
+        if len(calls) == 2:
+            raise _no_space(Path(out_dir) / "resume" / "state.npz")
+        return save(out_dir, snapshot, *args, **kwargs)
+
+    monkeypatch.setattr(results, "save_checkpoint", second_fails)
+    code, _, err = run_cli(CLI_ARGS + ["--updates", "6", "--checkpoint-every", "2", "--out", str(out)])
+    monkeypatch.setattr(results, "save_checkpoint", save)
+    lines = err.strip().splitlines()
+    assert code == 1 and len(lines) == 1, err
+    assert f"cannot write the checkpoint ({out}/resume/state.npz): No space left on device; the disk is full" in err
+    assert f"the last checkpoint (update 2 of 6) in {out}/resume is intact: continue with `socialjax train " \
+           f"--resume {out}`" in err
+    code, _, err = run_cli(["train", "--resume", str(out), "--quiet"])
+    assert code == 0, err
+    store.verify(out, kind="population")
+
+
+def test_a_result_that_cannot_be_written_keeps_the_earlier_one(saved, tmp_path, monkeypatch):
+    """Writing the result fails (read-only filesystem): one line, and the earlier result
+    that ``--overwrite`` was to replace is intact."""
+    out = tmp_path / "run"
+    code, _, err = run_cli(CLI_ARGS + ["--updates", "1", "--out", str(out)])
+    assert code == 0, err
+    before = (out / "manifest.json").read_bytes()
+
+    def read_only(*args, **kwargs):
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(out / "metrics.npz"))
+
+    monkeypatch.setattr(np, "savez", read_only)
+    code, _, err = run_cli(CLI_ARGS + ["--updates", "1", "--out", str(out), "--overwrite", "--seed", "3"])
+    monkeypatch.undo()
+    assert code == 1 and len(err.strip().splitlines()) == 1, err
+    assert "trained, but cannot write the result" in err and "the filesystem is read-only" in err
+    assert f"the earlier result in {out} is intact" in err
+    assert (out / "manifest.json").read_bytes() == before
+    store.verify(out, kind="population")
+    assert not list(tmp_path.glob(".run.*"))
+
+
+def test_running_out_of_device_memory_part_way_names_the_sizes_and_keeps_the_checkpoint(tmp_path, monkeypatch):
+    """The allocator fails at the fourth compiled call (after XLA's plan fitted): a
+    MemoryError naming what a run's memory grows with; the checkpoint before it stays."""
+    from socialjax.train import engine
+
+    start, calls = engine.Blocks.start, []
+
+    def fails_at_the_fourth(self, st, xs, done):
+        calls.append(st)
+        if len(calls) == 4:
+            raise jax.errors.JaxRuntimeError("RESOURCE_EXHAUSTED: Out of memory while trying to allocate 1.00GiB.")
+        return start(self, st, xs, done)
+
+    monkeypatch.setattr(engine.Blocks, "start", fails_at_the_fourth)
+    code, _, err = run_cli(CLI_ARGS + ["--updates", "6", "--checkpoint-every", "1", "--out", str(tmp_path / "run")])
+    assert code == 1 and len(err.strip().splitlines()) == 1, err
+    assert "the device ran out of memory part-way (RESOURCE_EXHAUSTED" in err
+    assert "a run's memory grows with num_envs (4) x rollout_len (10)" in err
+    assert "the last checkpoint (update 1 of 6)" in err and "--resume" in err
+
+
+DAMAGED_CACHE = """
+import sys, jax
+from socialjax.train.compilation import enable_cache
+enable_cache(sys.argv[1])
+print(float(jax.jit(lambda x: x * 2 + 1)(1.0)))
+"""
+
+
+def test_a_damaged_compilation_cache_is_bypassed_with_one_line(tmp_path):
+    """Every entry of the cache damaged: the program compiles again, gives its value, and
+    JAX's warning per program becomes one line."""
+    cache = tmp_path / "cache"
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    first = subprocess.run([sys.executable, "-c", DAMAGED_CACHE, str(cache)], capture_output=True, text=True, env=env)
+    assert first.returncode == 0 and first.stdout.strip() == "3.0", first.stderr
+    entries = [p for p in cache.iterdir() if p.name.endswith("-cache")]
+    assert entries
+    for p in entries:
+        p.write_bytes(b"not a compiled program")
+    again = subprocess.run([sys.executable, "-c", DAMAGED_CACHE, str(cache)], capture_output=True, text=True, env=env)
+    assert again.returncode == 0 and again.stdout.strip() == "3.0", again.stderr
+    said = [line for line in again.stderr.splitlines() if "compilation cache" in line]
+    assert len(said) == 1 and f"the compilation cache {cache} could not be read (a damaged entry" in said[0], \
+        again.stderr
+    assert "UserWarning" not in again.stderr

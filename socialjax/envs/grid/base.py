@@ -119,12 +119,16 @@ class GridEnv(Environment):
         super().__init__(num_agents)
         if num_agents > MAX_AGENTS:
             raise ValueError(
-                f"grid games encode agents in uint8 cell codes: at most {MAX_AGENTS} agents, got {num_agents}"
+                f"num_agents={num_agents}: grid games encode agents in uint8 cell codes, at most {MAX_AGENTS} agents"
             )
         if episode not in EPISODE_MODES:
             raise ValueError(f"episode must be one of {EPISODE_MODES}, got {episode!r}")
         if obs_mode not in OBS_MODES:
             raise ValueError(f"obs_mode must be one of {OBS_MODES}, got {obs_mode!r}")
+        if len(view) != 3 or not all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+                                     for v in view):
+            raise ValueError(f"view must be three ints (ahead, behind, side), got {tuple(view)!r}")
+        view = tuple(int(v) for v in view)
         ahead, behind, side = view
         h, w = grid_map.shape
         if min(ahead, behind, side) < 0 or ahead + behind + 1 > 2 * h + 1 or 2 * side + 1 > 2 * w + 1:
@@ -162,7 +166,7 @@ class GridEnv(Environment):
                 )
         if len(self.spawn_points) < num_agents:
             raise ValueError(
-                f"map {grid_map.name!r} has {len(self.spawn_points)} spawn points for {num_agents} agents"
+                f"map {grid_map.name!r} has {len(self.spawn_points)} spawn points for num_agents={num_agents}"
             )
         self.walls = grid_map.cells == C.WALL
         self.atlas = R.sprite_atlas(num_agents)

@@ -37,6 +37,7 @@ from socialjax.core.spaces import Box, Discrete
 
 COOPERATE, DEFECT = 0, 1
 SIZE = 30  # Weng & Lee 2026: a 30 x 30 lattice
+MAX_SIZE = 46340  # the largest size whose size * size agents fit int32
 EPISODE_LENGTH = 100  # our default (the game has no natural end)
 DILEMMA_STRENGTH = 0.2  # Dr; Weng & Lee 2026 sweep Dr in [0.1, 0.4]
 REWARD = 1.0  # R, Weng & Lee 2026
@@ -108,9 +109,9 @@ class LatticePD(Environment):
     event_keys = ("cooperated",)
 
     def __init__(self, size: int = SIZE, episode_length: int = EPISODE_LENGTH):
-        # size >= 3 keeps the 4 neighbours distinct cells
-        if not isinstance(size, int) or isinstance(size, bool) or size < 3:
-            raise ValueError(f"size must be an int >= 3, got {size!r}")
+        # size >= 3 keeps the 4 neighbours distinct cells; size * size agents must fit int32
+        if not isinstance(size, int) or isinstance(size, bool) or not 3 <= size <= MAX_SIZE:
+            raise ValueError(f"size must be an int in [3, {MAX_SIZE}], got {size!r}")
         if not isinstance(episode_length, int) or isinstance(episode_length, bool) or episode_length < 1:
             raise ValueError(f"episode_length must be an int >= 1, got {episode_length!r}")
         super().__init__(size * size)

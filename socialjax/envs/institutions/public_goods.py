@@ -85,6 +85,7 @@ GROUP_SIZE = 4
 ENDOWMENT = 20
 MPCR = 0.4
 MAX_POINTS = 10
+POINTS_LIMIT = 2**20  # our limit on max_points: the cost schedule (max_points + 1,) is built on the host
 NUM_PERIODS = 10
 # 2002: each point costs the punisher 1 and removes 3 from the target.
 COST_PER_POINT_2002 = 1.0
@@ -209,6 +210,8 @@ class PublicGoods(Environment):
             ("max_points", max_points, 1),
         ):
             check_int(name, value, low)
+        if max_points > POINTS_LIMIT:
+            raise ValueError(f"max_points={max_points} is above the limit {POINTS_LIMIT}")
         if not isinstance(num_agents, int) or isinstance(num_agents, bool) or num_agents < group_size:
             raise ValueError(f"num_agents must be an int >= group_size={group_size}, got {num_agents!r}")
         if num_agents % group_size:

@@ -52,6 +52,9 @@ def symmetric_payoffs(R: float, S: float, T: float, P: float) -> np.ndarray:
     return np.stack([row, row.T])
 
 
+MAX_NPLAYER_AGENTS = 2**20  # our limit on nplayer_matrix's num_agents (its payoff table is (2, N))
+
+
 def nplayer_pairwise_payoffs(num_agents: int, R: float, S: float, T: float, P: float) -> np.ndarray:
     """``(2, N)`` payoffs of an N-player game where each agent plays the 2x2 game with
     every other agent and receives the mean: ``payoffs[a, k]`` for own action ``a`` and
@@ -209,8 +212,10 @@ class NPlayerMatrixGame(_IteratedGame):
     params_cls = NPlayerParams
 
     def __init__(self, num_agents: int = 3, num_rounds: int = 100, memory: int = 1, observe_round: bool = False):
-        if not isinstance(num_agents, int) or num_agents < 2:
+        if not isinstance(num_agents, int) or isinstance(num_agents, bool) or num_agents < 2:
             raise ValueError(f"num_agents must be an int >= 2, got {num_agents!r}")
+        if num_agents > MAX_NPLAYER_AGENTS:  # the (2, N) payoff table is built on the host
+            raise ValueError(f"num_agents={num_agents} is above the N-player game's limit {MAX_NPLAYER_AGENTS}")
         super().__init__(num_agents, num_rounds, memory, observe_round)
 
     def make_default_params(self):
