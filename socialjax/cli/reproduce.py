@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import argparse
 
-from socialjax.cli.common import add_cache_flag, non_negative_int, positive_int, use_compile_cache
+from socialjax.cli.common import add_cache_flag, exit_now, non_negative_int, positive_int, use_compile_cache
 from socialjax.reproduce import DEFAULT_SCALE, ENTRIES, SCALES, get_entry, reproduce
-from socialjax.reproduce.core import FIGURE_FILE, TABLE_FILE, format_table, seed_text
+from socialjax.reproduce.core import FIGURE_FILE, TABLE_FILE, Stopped, format_table, seed_text
+from socialjax.reproduce.staging import finished_runs
 from socialjax.train import store
 
 
@@ -31,7 +32,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                      help="the first seed number (default 0, the seed set REPRODUCTIONS.md reports; another "
                           "number, e.g. 1000, checks the result on seeds nobody tuned to)")
     cmd.add_argument("--out", default=None, help="output folder (default results/reproduce/NAME-SCALE)")
-    cmd.add_argument("--overwrite", action="store_true", help="replace an earlier result in --out")
+    cmd.add_argument("--overwrite", action="store_true",
+                     help="replace an earlier result in --out (kept until the new one is complete), or start an "
+                          "unfinished one again (without it, a rerun reuses the runs a stopped one finished)")
     cmd.add_argument("--quiet", action="store_true", help="no progress lines")
     cmd.set_defaults(subparser=cmd)
     add_cache_flag(cmd)
@@ -55,14 +58,27 @@ def main(args: argparse.Namespace) -> int:
         parser.error("--seeds must be at least 2 (the verdict compares intervals over seeds)")
     out = args.out or f"results/reproduce/{entry.name}-{args.scale}" + (f"-seed{args.seed}" if args.seed else "")
     try:
-        store.check_out_dir(out, overwrite=args.overwrite)
+        store.check_out_dir(out, overwrite=args.overwrite, resume=True)  # an unfinished run of it is continued
         with store.claim(out):
-            rep = reproduce(entry, args.scale, args.seeds, base_seed=args.seed, out=out, overwrite=args.overwrite,
-                            progress=not args.quiet)
+            try:
+                rep = reproduce(entry, args.scale, args.seeds, base_seed=args.seed, out=out,
+                                overwrite=args.overwrite, progress=not args.quiet)
+            except KeyboardInterrupt:  # a second Ctrl-C, or one while compiling
+                kept = finished_runs(out)
+                exit_now(130, "\nstopped at once" + (f"; the {len(kept)} run(s) finished are kept in {out}/resume: "
+                                                       "run the same command again to continue" if kept else "") + "\n")
+    except Stopped as stop:
+        parser.exit(130, f"\n{entry.name}: {stop}\n")
     except store.OutputError as err:
         parser.error(f"--out: {err}")
     except ValueError as err:
         parser.error(f"{entry.name}: {err}")
+    except (OSError, MemoryError) as err:
+        kept = finished_runs(out)
+        line = store.os_error_line(err, "write the results") if isinstance(err, OSError) else str(err)
+        parser.exit(1, f"socialjax reproduce {entry.name}: {line}" + (
+            f"; the {len(kept)} run(s) finished are kept in {out}/resume: run the same command again to continue"
+            if kept else "") + "\n")
     print(f"\n{entry.name} ({args.scale}, {seed_text(rep)}, {rep.seconds:.0f} s): {rep.verdict.upper()}")
     print(rep.reason)
     print(f"criterion: {entry.criterion_text}\n")

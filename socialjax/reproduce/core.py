@@ -21,7 +21,8 @@ import jax
 import numpy as np
 
 import socialjax as sj
-from socialjax.train import TrainConfig, run, save_run, store
+from socialjax.reproduce.staging import Staging
+from socialjax.train import Interrupted, TrainConfig, run, save_run, store
 from socialjax.train.config import SWEEPABLE
 from socialjax.viz.plots import mean_ci95, pyplot
 
@@ -321,8 +322,11 @@ def reproduce(entry: Entry, scale: str = DEFAULT_SCALE, seeds: int | None = None
         raise ValueError(f"seeds must be an int >= 2 (the verdict compares intervals over seeds), got {seeds!r}")
     if isinstance(base_seed, bool) or not isinstance(base_seed, int) or not 0 <= base_seed < 2**31:
         raise ValueError(f"base_seed must be an int in [0, 2**31), got {base_seed!r}")
-    if out is not None:
-        out = store.check_out_dir(out, overwrite=overwrite)
+    staging = None
+    if out is not None:  # an unfinished run of the same settings is continued
+        out = store.check_out_dir(out, overwrite=overwrite, resume=True)
+        staging = Staging(out, {"job": "reproduce", "entry": entry.name, "scale": scale, "seeds": seeds,
+                                "base_seed": base_seed}, overwrite=overwrite)
     plans = []
     for cond in entry.conditions_at(scale):  # every config checked before anything is compiled
         env = sj.make(cond.env[scale], **dict(cond.env_options[scale]))
@@ -334,11 +338,23 @@ def reproduce(entry: Entry, scale: str = DEFAULT_SCALE, seeds: int | None = None
     for group in group_plans(plans, scale):
         (cond, env, config), names = group[0], ", ".join(c.name for c, _, _ in group)
         grid = merged_config(group)  # a lone condition's own config
+        result = None if staging is None else staging.get(names)
+        if result is not None and result.config != grid:
+            result = None  # saved by another version of the entry: trained again
         if progress:
-            print(f"[{entry.name}] {names}: {grid.num_updates} updates x {grid.num_envs} games x "
-                  f"{grid.rollout_len} steps, {seeds} seeds"
-                  + ("" if len(group) == 1 else f", one run over {len(group)} grid points"), flush=True)
-        result = run(env, grid, seeds=seeds, base_seed=base_seed, progress=progress, label=names)
+            print(f"[{entry.name}] {names}: "
+                  + (f"finished in an earlier try, read back from {staging.folder}" if result is not None else
+                     f"{grid.num_updates} updates x {grid.num_envs} games x {grid.rollout_len} steps, {seeds} seeds"
+                     + ("" if len(group) == 1 else f", one run over {len(group)} grid points")), flush=True)
+        if result is None:
+            try:
+                result = run(env, grid, seeds=seeds, base_seed=base_seed, progress=progress, label=names)
+            except Interrupted as stop:
+                kept = len(staging.names()) if staging is not None else 0
+                raise Stopped(stop.snapshot.updates_done, grid.num_updates, names, kept, out) from None
+            if staging is not None:
+                staging.put(names, result, env_name=cond.env[scale], env_options=dict(cond.env_options[scale]),
+                            preset=f"{entry.name}/{names}", base_seed=base_seed)
         for cond, env, config in group:
             one = result if len(group) == 1 else result.point(grid_index(result, config), config)
             runs[cond.name] = (one, env, config)
@@ -375,9 +391,20 @@ def reproduce(entry: Entry, scale: str = DEFAULT_SCALE, seeds: int | None = None
             (tmp / SUMMARY_FILE).write_text(summary(rep) + "\n")
             (tmp / RESULT_FILE).write_text(json.dumps(to_json(rep), indent=2) + "\n")
 
-        store.write_folder(out, write, kind=KIND, overwrite=overwrite, info={"entry": entry.name, "scale": scale,
-                                                                                "base_seed": base_seed})
+        # the folder was checked at the start and is held by this job: the finished runs kept in it are replaced
+        store.write_folder(out, write, kind=KIND, overwrite=True, info={"entry": entry.name, "scale": scale,
+                                                                           "base_seed": base_seed})
     return rep
+
+
+class Stopped(Exception):
+    """A reproduction stopped by Ctrl-C or SIGTERM: the runs it finished are kept in its
+    output folder, and the same command continues from them."""
+
+    def __init__(self, done: int, total: int, names: str, kept: int, out: Path | None):
+        where = (f"; the {kept} run(s) finished are kept in {out}/resume: run the same command again to continue"
+                 if out is not None and kept else "; no run had finished")
+        super().__init__(f"stopped during {names} (update {done} of {total}, which is lost){where}")
 
 
 def table_rows(entry: Entry, finals, seeds: int, scale: str) -> list[dict[str, Any]]:

@@ -1,0 +1,98 @@
+"""Finished conditions of a reproduction kept while it runs, so that a stop loses only
+the run under way.
+
+While ``socialjax reproduce`` trains, each run it finishes (one condition, or a group of
+conditions trained as one grid) is saved at once in ``OUT/resume/<run>/``, a population
+result written whole (:func:`socialjax.train.save_run`), beside ``OUT/resume/reproduce.json``
+(the entry, scale, seeds and base seed). The output folder is then an unfinished run
+(:func:`socialjax.train.store.folder_state`); the same command run again reads the
+finished runs back instead of training them (their bits are the ones saved), and the
+reproduction's own folder replaces ``OUT`` when every condition is done. A run saved
+for other settings is refused (``--overwrite`` starts again); a damaged one is trained
+again.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+from socialjax.train import RunResult, load_run, save_run, store
+
+SETTINGS_FILE = "reproduce.json"
+
+
+class Staging:
+    """The finished runs of one reproduction in ``out/resume/``: :meth:`get` one back,
+    :meth:`put` one as it finishes. ``settings`` (entry, scale, seeds, base seed) must be
+    those of the runs already there; ``overwrite`` discards runs saved for others."""
+
+    def __init__(self, out: Path, settings: dict, overwrite: bool = False):
+        self.folder = Path(out) / store.RESUME_DIR
+        self.settings = settings
+        saved = self._saved_settings()
+        if saved is not None and saved != settings:
+            if not overwrite:
+                raise store.OutputError(
+                    f"{out} holds an unfinished run of other settings ({_describe(saved)}, not "
+                    f"{_describe(settings)}); pass --overwrite to start again, or choose another output folder")
+            shutil.rmtree(self.folder)
+
+    def _saved_settings(self) -> dict | None:
+        """The settings of the runs saved here; ``{}`` for a folder that is not a
+        reproduction's (a training checkpoint), ``None`` when nothing is saved."""
+        if not self.folder.is_dir():
+            return None
+        try:
+            return json.loads((self.folder / SETTINGS_FILE).read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def names(self) -> list[str]:
+        """The runs saved here."""
+        return finished_runs(self.folder.parent)
+
+    def get(self, name: str) -> RunResult | None:
+        """The run ``name`` as saved (``None`` when it is not, or is damaged)."""
+        path = self.folder / run_folder(name)
+        if not path.is_dir():
+            return None
+        try:
+            loaded = load_run(path)
+        except (store.ResultError, ValueError, OSError):
+            return None
+        meta = loaded.meta
+        return RunResult(loaded.config, loaded.env_name, loaded.seeds, loaded.grid, loaded.metrics, loaded.states,
+                         list(meta.get("nan_runs", [])), float(meta.get("seconds", 0.0)),
+                         float(meta.get("compile_seconds", 0.0)), int(meta.get("per_device", 1)),
+                         meta.get("chunk"), int(meta.get("memory_bytes", 0)))
+
+    def put(self, name: str, result: RunResult, *, env_name: str, env_options: dict, preset: str,
+            base_seed: int) -> None:
+        """Save the finished run ``name`` (whole or not at all)."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        with store.replacing(self.folder / SETTINGS_FILE) as tmp:
+            tmp.write_text(json.dumps(self.settings, indent=2) + "\n")
+        save_run(result, self.folder / run_folder(name), env_name=env_name, env_options=env_options, preset=preset,
+                 base_seed=base_seed, plot=False, overwrite=True)
+
+
+def finished_runs(out: str | Path) -> list[str]:
+    """The runs a reproduction writing to ``out`` has finished and kept."""
+    folder = Path(out) / store.RESUME_DIR
+    if not (folder / SETTINGS_FILE).is_file():
+        return []
+    return sorted(p.name for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def run_folder(name: str) -> str:
+    """A folder name for the run of conditions ``name`` (its letters, digits, ``-_.+``)."""
+    return re.sub(r"[^A-Za-z0-9_.+-]+", "_", name)[:120] or "run"
+
+
+def _describe(settings: dict) -> str:
+    if not settings:
+        return "not a reproduction"
+    return ", ".join(f"{k} {settings.get(k)}" for k in ("entry", "scale", "seeds", "base_seed"))
