@@ -125,8 +125,8 @@ def out_of_memory(err: Exception) -> bool:
 
 
 class Interrupted(Exception):
-    """Raised by :func:`run_job` when Ctrl-C stopped it between segments; ``snapshot``
-    holds the runs (already handed to ``on_segment``)."""
+    """Raised by :func:`run_job` when Ctrl-C or SIGTERM stopped it after an update;
+    ``snapshot`` holds the runs (already handed to ``on_segment``)."""
 
     def __init__(self, snapshot: Snapshot, done: int, total: int):
         super().__init__(f"interrupted after update {done} of {total}")
@@ -155,11 +155,13 @@ def run_job(
     compile_cache: bool | str | os.PathLike = True,
 ) -> JobResult:
     """Run ``job`` for every (grid point, seed) pair: equal blocks of runs, one per
-    device, each device running the same compiled single-device programs; in segments of
-    ``segment`` updates (default: ``job.log_every`` with progress lines, all otherwise),
+    device, each device running the same compiled single-device programs, one update per
+    call where a signal can stop them (the main thread of one process), in calls of
+    ``segment`` updates otherwise (default: ``job.log_every`` with progress lines, all),
     with a line to ``progress`` (``True``: a :class:`Progress` of ``job.progress_line``,
-    headed ``label``, when ``job.log_every``) and a :class:`Snapshot` to ``on_segment`` after each, and from
-    ``resume`` when given. The arguments are those of :func:`socialjax.train.run`."""
+    headed ``label``, when ``job.log_every``) every ``job.log_every`` updates, a
+    :class:`Snapshot` to ``on_segment`` every ``segment`` updates, and from ``resume``
+    when given. The arguments are those of :func:`socialjax.train.run`."""
     seeds = checked_seeds(seeds)
     check_counts(chunk=chunk, memory=memory, segment=segment)
     grid = job.hparam_grid()
@@ -241,8 +243,8 @@ def _progress(progress: bool | Progress, job: Job, label: str) -> Progress | Non
 
 
 def _segment_length(segment: int | None, job: Job, progress: Progress | None) -> int:
-    """Updates per compiled call: ``segment`` when given; with progress lines, they come
-    between segments of ``job.log_every`` updates; otherwise all of them in one."""
+    """Updates between snapshots (and per compiled call where no signal can stop the
+    run): ``segment`` when given; with progress lines, ``job.log_every``; otherwise all."""
     U = job.num_updates
     if segment is not None:
         return min(int(segment), U)

@@ -13,9 +13,10 @@ losses as :attr:`RunResult.nan_runs`), the donor game's cultural evolution in
 as its updates). What follows (segments, snapshots, Ctrl-C, bits, memory, devices,
 processes) holds for every job alike.
 
-The engine The runs are cut into equal blocks,
+The engine. The runs are cut into equal blocks,
 one per device, and every device runs the same single-device programs on its block:
-``jit(vmap(f))`` of the run's stages ``train.init``, ``train.updates`` (all updates, or
+``jit(vmap(f))`` of the run's stages ``train.init``, ``train.updates`` (one update per
+call where a signal can stop the run, see ``segment`` below; otherwise all updates, or
 segments of ``segment`` updates) and ``train.finish`` (a lone run unbatched), compiled
 once per device, in parallel threads, and dispatched asynchronously, so the devices run
 at the same time. Between segments the runs can be saved (``on_segment``) and resumed
@@ -72,15 +73,19 @@ Arguments of :func:`run` beyond the environment, config and seeds:
 - ``memory``: bytes a device may use (default: what the device holds, see
   :func:`~socialjax.train.memory.device_memory`); a program that needs more is chunked,
   or refused with a ``MemoryError`` when one run alone needs more.
-- ``segment``: updates per compiled call (default: ``config.log_every`` when progress
-  lines are printed, all of them in one otherwise; the segmenting never changes a run's
-  bits). After every segment but the last, ``on_segment(snapshot)`` receives a
-  :class:`Snapshot` of the runs (their complete state and the metrics so far, on the
-  host): save it, and ``run(..., resume=snapshot)`` continues from it with the same bits
-  as a run that was never stopped (same config, seeds, segment and runs per device). A
-  first Ctrl-C stops the runs at the end of the segment under way (after
-  ``on_segment``) by raising :class:`Interrupted`, which holds that snapshot; a second
-  stops at once (:mod:`socialjax.train.interrupts`).
+- ``segment``: updates between snapshots (default: ``config.log_every`` when progress
+  lines are printed, all of them otherwise). After every segment but the last,
+  ``on_segment(snapshot)`` receives a :class:`Snapshot` of the runs (their complete
+  state and the metrics so far, on the host): save it, and ``run(..., resume=snapshot)``
+  continues from it with the same bits as a run that was never stopped (same config,
+  seeds and runs per device). In the main thread of a single process, where signals
+  can be caught, the runs compute one update per compiled call (each dispatched before
+  the one ahead is read back); elsewhere one call per segment. The cut never changes a
+  run's bits. A first Ctrl-C or SIGTERM stops the runs after the update under way by
+  raising :class:`Interrupted`, which holds a snapshot of the updates done (handed to
+  ``on_segment`` first); a second, or one while compiling, raises ``KeyboardInterrupt``
+  at once (:mod:`socialjax.train.interrupts`). An allocation that fails on the device
+  part-way raises :class:`~socialjax.train.engine.DeviceMemoryError` naming the sizes.
 - ``progress``: print a line after every segment (every ``config.log_every`` updates
   unless ``segment`` is given) with the runs' mean reward per step and return at that
   update; ``False`` prints nothing; a :class:`~socialjax.train.progress.Progress` prints
@@ -97,7 +102,7 @@ Arguments of :func:`run` beyond the environment, config and seeds:
 The pieces: :mod:`socialjax.train.engine` (the engine, over any job),
 :mod:`socialjax.train.devices` (blocks of runs on devices),
 :mod:`socialjax.train.memory` (fitting them into a device's memory),
-:mod:`socialjax.train.interrupts` (Ctrl-C between segments).
+:mod:`socialjax.train.interrupts` (Ctrl-C and SIGTERM after the update under way).
 """
 
 from __future__ import annotations
@@ -179,8 +184,8 @@ def run(
     compile_cache: bool | str | os.PathLike = True,
 ) -> RunResult:
     """Train ``len(grid) x len(seeds)`` runs in one call: equal blocks of runs, one per
-    device, each device running the same compiled single-device program; in segments of
-    ``segment`` updates, with a :class:`Snapshot` to ``on_segment`` after each, and from
+    device, each device running the same compiled single-device program; a
+    :class:`Snapshot` to ``on_segment`` every ``segment`` updates, and from
     ``resume`` when given. The population is a job of the one engine
     (:func:`socialjax.train.engine.run_job`); the other arguments are described in the
     module docstring."""
