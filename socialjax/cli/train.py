@@ -292,6 +292,8 @@ def _resume(parser: argparse.ArgumentParser, args: argparse.Namespace):
     if fixed:
         parser.error(f"--resume continues the saved run with its own settings: drop {', '.join(fixed)}")
     join_processes(parser, args)
+    with claimed(parser, args.resume):  # another process resuming it: refused before anything is read
+        pass
     try:
         checkpoint = results.load_checkpoint(args.resume)
         store.check_writable(Path(args.resume))

@@ -15,6 +15,7 @@ import io
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -259,8 +260,6 @@ def test_a_second_job_on_the_same_folder_stops_at_once(tmp_path):
 
 def test_a_lock_left_by_a_dead_process_is_taken_over(tmp_path):
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    import socket
-
     (tmp_path / ".shared.lock").write_text(f"{socket.gethostname()} {dead.stdout.strip()}")
     with store.claim(tmp_path / "shared"):
         assert (tmp_path / ".shared.lock").read_text().endswith(str(os.getpid()))
@@ -530,8 +529,8 @@ def test_the_lock_goes_with_its_process(tmp_path):
         assert holder.stdout.readline().strip() == "held"
         with pytest.raises(store.OutputError, match=f"is being written by .* {holder.pid} "), store.claim(target):
             pass
-        code, _, err = run_cli(["train", "--resume", str(target)])  # not even read: nothing there
-        assert code == 2
+        code, _, err = run_cli(["train", "--resume", str(target)])  # refused before the folder is read
+        assert code == 2 and f"is being written by {socket.gethostname()} {holder.pid}" in err, err
     finally:
         holder.kill()
         holder.wait()
