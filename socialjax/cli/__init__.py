@@ -37,6 +37,7 @@ types, the cache flag, output-folder and saved-run checks, ``--set``) is in
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
@@ -74,6 +75,9 @@ def main(argv: list[str] | None = None) -> int:
         return args.main(args)
     except KeyboardInterrupt:  # a command that stops more gracefully says so itself (train, reproduce)
         exit_now(130, "\nstopped at once\n")
+    except BrokenPipeError:  # the output's reader went away (`socialjax ... | head`): end quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except OSError as err:  # disk full, permissions, a read-only or busy path: one line, no traceback
         parser.exit(1, f"socialjax {args.command}: {store.os_error_line(err, 'read or write a file')}\n")
     finally:

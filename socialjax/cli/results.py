@@ -40,6 +40,8 @@ def main(args: argparse.Namespace) -> int:
         rows = tables.write_csv(args.dir, out)
     except FileNotFoundError as err:
         parser.error(str(err))
+    except BrokenPipeError:  # the reader went away (`| head`): the command's own handling
+        raise
     except OSError as err:  # the disk, permissions: one line, status 1
         parser.exit(1, f"socialjax results: {store.os_error_line(err, 'write the table' if args.csv else 'read')}\n")
     except ValueError as err:
