@@ -15,7 +15,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from socialjax.core.params import check_number, param
+import numpy as np
+
+from socialjax.core.params import brief, check_number, param
+
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,8 +35,11 @@ class HParam:
 
     def check(self, name: str, values) -> None:
         """Raise ``ValueError`` naming ``name`` unless every value is finite and in range
-        (:func:`socialjax.core.params.check_number`, the check env params get)."""
+        (:func:`socialjax.core.params.check_number`, the check env params get) and stays
+        finite in float32, the dtype training computes in (``1e39`` does not)."""
         check_number(name, values, self.low, self.high)
+        if np.any(np.abs(np.asarray(values, np.float64)) > FLOAT32_MAX):
+            raise ValueError(f"{name}={brief(values)} overflows float32 (largest {FLOAT32_MAX:.3g})")
 
     def field(self):
         """The :class:`~socialjax.train.TrainConfig` field declaring this hyperparameter:

@@ -92,9 +92,11 @@ class ActorCriticLearner:
         seats splits into ``config.num_minibatches`` minibatches (before compiling)."""
         T, M, K = config.rollout_len, seats, config.num_minibatches
         if not self.recurrent and (T * M) % K:
-            raise ValueError(f"{T * M} samples per learner (rollout_len x {M} seats) do not split into {K} minibatches")
+            raise ValueError(f"{T * M} samples per learner (rollout_len x {M} seats) do not split into "
+                             f"num_minibatches={K} minibatches")
         if self.recurrent and M % K:
-            raise ValueError(f"recurrent learners split their {M} seats into {K} minibatches: not divisible")
+            raise ValueError(f"recurrent learners split their {M} seats into num_minibatches={K} minibatches: "
+                             "not divisible")
 
     def __init__(
         self,

@@ -54,11 +54,20 @@ __all__ = ["COMMANDS", "build_parser", "config_overrides", "main"]
 COMMANDS = (envs, train, evaluate, render, results, reproduce, cache, bench)
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, its error always one line (after the usage): a path or value
+    holding a newline is shown with the newline escaped."""
+
+    def error(self, message: str):
+        super().error(message.replace("\r", "\\r").replace("\n", "\\n"))
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="socialjax", description=__doc__.split("\n\n")[0])
+    parser = Parser(prog="socialjax", description=__doc__.split("\n\n")[0])
     subparsers = parser.add_subparsers(dest="command")
     for command in COMMANDS:
-        command.add_parser(subparsers).set_defaults(main=command.main)
+        sub = command.add_parser(subparsers)
+        sub.set_defaults(main=command.main, subparser=sub)  # a command's errors print its own usage
     return parser
 
 
@@ -68,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
+    _refuse_empty_values(args)
     main_thread = threading.current_thread() is threading.main_thread()
     if main_thread:  # SIGTERM as Ctrl-C: a clean stop, not a kill
         previous = signal.signal(signal.SIGTERM, _as_keyboard_interrupt)
@@ -87,3 +97,17 @@ def main(argv: list[str] | None = None) -> int:
 
 def _as_keyboard_interrupt(signum, frame):
     raise KeyboardInterrupt
+
+
+def _refuse_empty_values(args: argparse.Namespace) -> None:
+    """``--flag=--`` reaches a command as an empty list (argparse does not call the
+    flag's type on it): a usage error naming the flag."""
+    command = args.subparser
+    for action in command._actions:
+        value = getattr(args, action.dest, None)
+        if isinstance(action, argparse._AppendAction):  # a list of values: one of them empty
+            empty = isinstance(value, list) and any(v == [] for v in value)
+        else:
+            empty = action.nargs is None and value == []
+        if empty and action.option_strings:
+            command.error(f"{action.option_strings[-1]}: expected a value, got '--'")

@@ -17,6 +17,7 @@ import sys
 import socialjax as sj
 from socialjax import bench
 from socialjax.bench import DEFAULT_BATCH_SIZES, MAX_STEPS, MIN_STEPS, STEP_BUDGET
+from socialjax.cli.common import non_negative_int
 from socialjax.train import store
 from socialjax.train.compilation import active_cache_dir
 
@@ -37,7 +38,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--obs-mode", choices=("codes", "rgb"), default="codes",
                         help="grid games: compact integer codes (default) or RGB sprites; "
                              "envs without the option are skipped in rgb mode")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=non_negative_int, default=0)
     parser.add_argument("--json", default=None, metavar="PATH", help="write the raw results here")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing --json file")
     return parser

@@ -46,6 +46,14 @@ def positive_int(text: str) -> int:
     return bounded_int(text, 1, "a positive integer")
 
 
+MAX_SEEDS = 2**20  # seeds of one command: far more than fit any device, far less than fills the host
+
+
+def seed_count(text: str) -> int:
+    """A number of seeds: 1 .. :data:`MAX_SEEDS`."""
+    return bounded_int(text, 1, f"a number of seeds in 1..{MAX_SEEDS:,}", MAX_SEEDS)
+
+
 def non_negative_int(text: str) -> int:
     """A seed number: 0 .. 2**31 - 1."""
     return bounded_int(text, 0, "an integer in [0, 2**31)", 2**31 - 1)

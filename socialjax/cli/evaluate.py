@@ -8,7 +8,16 @@ import argparse
 import jax
 import numpy as np
 
-from socialjax.cli.common import add_cache_flag, check_row, ints, load_run, positive_int, run_index, use_compile_cache
+from socialjax.cli.common import (
+    add_cache_flag,
+    check_row,
+    ints,
+    load_run,
+    non_negative_int,
+    positive_int,
+    run_index,
+    use_compile_cache,
+)
 from socialjax.train.playback import play
 from socialjax.train.results import member_names
 
@@ -23,7 +32,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                           help="grid point and seed index of the run to play (default 0,0)")
     evaluate.add_argument("--steps", type=positive_int, default=None,
                           help="steps to play (default: the training rollout length)")
-    evaluate.add_argument("--seed", type=int, default=0, help="random seed of the game (default 0)")
+    evaluate.add_argument("--seed", type=non_negative_int, default=0, help="random seed of the game (default 0)")
     evaluate.add_argument("--greedy", action="store_true", help="most likely actions instead of sampling")
     evaluate.add_argument("--row", type=ints, default=None, metavar="M0,M1,...",
                           help="the member in each seat: learners 0..L-1, then the scripted members "

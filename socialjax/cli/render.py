@@ -17,6 +17,7 @@ from socialjax.cli.common import (
     ints,
     key_value,
     load_run,
+    non_negative_int,
     positive_float,
     positive_int,
     run_index,
@@ -48,7 +49,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     render.add_argument("--steps", type=positive_int, default=200, help="steps to roll out (default 200)")
     render.add_argument("--out", required=True, help="output file, .gif or .mp4")
     render.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
-    render.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    render.add_argument("--seed", type=non_negative_int, default=0, help="random seed (default 0)")
     render.add_argument("--fps", type=fps_value, default=10.0,
                         help=f"frames per second, {video.MIN_FPS:g} to {video.MAX_FPS:g} (default 10)")
     render.add_argument("--scale", type=scale_value, default=2,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from socialjax.cli.common import add_cache_flag, exit_now, non_negative_int, positive_int, use_compile_cache
+from socialjax.cli.common import add_cache_flag, exit_now, non_negative_int, seed_count, use_compile_cache
 from socialjax.reproduce import DEFAULT_SCALE, ENTRIES, SCALES, get_entry, reproduce
 from socialjax.reproduce.core import FIGURE_FILE, TABLE_FILE, Stopped, format_table, seed_text
 from socialjax.reproduce.staging import finished_runs
@@ -26,7 +26,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                      help="small: a pipeline check; cpu: sized for the published direction to show on a 2-core CPU in "
                           "at most 10 minutes; gpu: at most 6 minutes on one H100-class GPU (gridworld entries); "
                           "paper: the published configuration")
-    cmd.add_argument("--seeds", type=positive_int, default=None,
+    cmd.add_argument("--seeds", type=seed_count, default=None,
                      help="seeds per condition (at least 2; default: the entry's for the scale)")
     cmd.add_argument("--seed", type=non_negative_int, default=0,
                      help="the first seed number (default 0, the seed set REPRODUCTIONS.md reports; another "

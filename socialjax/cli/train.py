@@ -25,8 +25,10 @@ from socialjax.cli.common import (
     exit_now,
     floats,
     key_value,
+    non_negative_int,
     positive_float,
     positive_int,
+    seed_count,
     use_compile_cache,
 )
 from socialjax.core.registry import make
@@ -53,9 +55,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                     "hyperparameters given as lists), or donor-evolution. Presets:\n" + "\n".join(
                         f"  {k:20s} {v.description}" for k, v in PRESETS.items()))
     train.add_argument("preset", nargs="?", default=None, help="preset name (see above); not with --resume")
-    train.add_argument("--seeds", type=positive_int, default=None,
+    train.add_argument("--seeds", type=seed_count, default=None,
                        help="number of seeds, run as seeds 0..N-1 (default: the preset's)")
-    train.add_argument("--seed", type=int, default=None,
+    train.add_argument("--seed", type=non_negative_int, default=None,
                        help="base random seed: run i uses fold_in(key(SEED), i) (default 0)")
     train.add_argument("--set", dest="overrides", type=key_value, action="append", default=[], metavar="KEY=VALUE",
                        help="override a TrainConfig field, repeatable (a Python literal: --set lr=1e-3; "

@@ -32,7 +32,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from socialjax.core.params import EnvParams, is_concrete
+from socialjax.core.params import EnvParams, brief, is_concrete
 from socialjax.core.spaces import Box, Discrete, Space
 
 TState = TypeVar("TState")
@@ -54,7 +54,7 @@ class Environment(Generic[TState, TParams]):
 
     def __init__(self, num_agents: int):
         if not isinstance(num_agents, (int,)) or isinstance(num_agents, bool) or not 1 <= num_agents <= 2**31 - 1:
-            raise ValueError(f"num_agents must be a positive int that fits int32, got {num_agents!r}")
+            raise ValueError(f"num_agents must be a positive int that fits int32, got {brief(num_agents)}")
         self.num_agents = int(num_agents)
         self._default_params: TParams | None = None
 
@@ -197,29 +197,26 @@ class Environment(Generic[TState, TParams]):
         return _as_jax(params)
 
     def _in_default_dtypes(self, params: TParams) -> TParams:
-        """``params`` (validated) with each concrete field that holds another kind of
-        number than its default (a float where the default is an int32, an int where it is
-        a float32) converted to the default's dtype, so that the environment computes in
-        the dtypes it was written for (a float32 where an int32 counter is carried through
-        a scan is a trace-time error). A fractional value for an integer field is a
-        ``ValueError`` naming it; Python numbers stay Python numbers (JAX's weak types)."""
+        """``params`` (validated) with each concrete field in its default's dtype, so that
+        the environment computes in the dtypes it was written for (a float32 where an
+        int32 counter is carried through a scan is a trace-time error, and so is an int8):
+        a Python number of another kind becomes the default's kind (staying a Python
+        number: JAX's weak types), an array of another dtype is cast. A fractional value
+        for an integer field, or one beyond its dtype, is a ``ValueError`` naming it."""
         changes = {}
         for name in params.field_names():
             value, default = getattr(params, name), getattr(self.default_params, name)
             if isinstance(value, jax.core.Tracer):
                 continue
-            want = np.asarray(default).dtype
-            have = np.asarray(value).dtype
-            if have.kind == want.kind or have.kind not in "biuf":
+            want, have = np.asarray(default).dtype, _number_kind(value)
+            if have is None:
                 continue
-            label = f"{self.name}: {type(params).__name__}.{name}"
-            if want.kind in "iu":
-                host = np.asarray(value, np.float64)
-                if np.any(host != np.round(host)):
-                    raise ValueError(f"{label} must be a whole number (it is stored as {want}), got {_brief(value)}")
+            if have in "iuf" and want.kind in "iuf":
+                _check_fits(f"{self.name}: {type(params).__name__}.{name}", value, want)
             if isinstance(value, (bool, int, float)):
-                changes[name] = {"b": bool, "i": int, "u": int, "f": float}[want.kind](value)
-            else:
+                if have != want.kind:
+                    changes[name] = {"b": bool, "i": int, "u": int, "f": float}[want.kind](value)
+            elif np.asarray(value).dtype != want:
                 changes[name] = np.asarray(value).astype(want)
         return params.replace(**changes) if changes else params
 
@@ -304,19 +301,40 @@ def _check_storable(name: str, value: Any, default: Any) -> None:
             raise ValueError(f"{name}={host.tolist()} does not fit {dtype} ([{info.min}, {info.max}])")
 
 
+def _check_fits(label: str, value: Any, dtype: np.dtype) -> None:
+    """``ValueError`` naming ``label`` unless the (finite) number(s) ``value`` can be
+    stored in ``dtype``: whole and in range for an integer dtype, finite for a float."""
+    host = np.asarray(value, np.float64)
+    if np.issubdtype(dtype, np.integer):
+        if np.any(host != np.round(host)):
+            raise ValueError(f"{label} must be a whole number (it is stored as {dtype}), got {brief(value)}")
+        info = np.iinfo(dtype)
+        if np.any((host < info.min) | (host > info.max)):
+            raise ValueError(f"{label}={brief(value)} does not fit {dtype} ([{info.min}, {info.max}])")
+    elif np.any(np.abs(host) > np.finfo(dtype).max):
+        raise ValueError(f"{label}={brief(value)} overflows {dtype} (largest {np.finfo(dtype).max:.3g})")
+
+
+def _number_kind(value: Any) -> str | None:
+    """The kind of number ``value`` holds (numpy's letters: ``b``, ``i``, ``u``, ``f``),
+    a Python int of any size included; ``None`` for anything else."""
+    if isinstance(value, (bool, np.bool_)):
+        return "b"
+    if isinstance(value, int):
+        return "i"
+    if isinstance(value, float):
+        return "f"
+    kind = np.asarray(value).dtype.kind
+    return kind if kind in "biuf" else None
+
+
 def _as_array(name: str, value: Any) -> np.ndarray:
     """A (nested) list or tuple as one array; a ragged one is a ``ValueError`` naming ``name``."""
     try:
         return np.asarray(value)
     except (ValueError, TypeError):
         raise ValueError(f"{name} must be a number or a regular (not ragged) list of numbers, "
-                         f"got {_brief(value)}") from None
-
-
-def _brief(value: Any) -> str:
-    """``repr(value)`` on one line, cut to 80 characters."""
-    text = " ".join(repr(value).split())
-    return text if len(text) <= 80 else text[:77] + "..."
+                         f"got {brief(value)}") from None
 
 
 def _outside_before_cast(actions: Any, space: Any) -> np.ndarray | None:

@@ -128,11 +128,12 @@ def _numbers(name: str, value: Any) -> np.ndarray:
         arr = None
     if arr is not None and arr.dtype.kind in "iuf":
         return arr.astype(np.float64)
-    raise ValueError(f"{name} must be a number or an array of numbers, got {_brief(value)}")
+    raise ValueError(f"{name} must be a number or an array of numbers, got {brief(value)}")
 
 
-def _brief(value: Any) -> str:
-    """``repr(value)`` on one line, cut to 80 characters."""
+def brief(value: Any) -> str:
+    """``repr(value)`` for an error message: on one line (an array's rows joined),
+    cut to 80 characters."""
     text = " ".join(repr(value).split())
     return text if len(text) <= 80 else text[:77] + "..."
 
@@ -164,19 +165,19 @@ def parse_bool(name: str, value: Any) -> bool:
             return True
         if text in _FALSE:
             return False
-    raise ValueError(f"{name} must be a bool ({BOOL_SPELLINGS}), got {value!r}")
+    raise ValueError(f"{name} must be a bool ({BOOL_SPELLINGS}), got {brief(value)}")
 
 
 def check_int(name: str, value: Any, low: int) -> None:
     """Raise ``ValueError`` unless ``value`` is an int (not a bool) ``>= low``."""
     if not isinstance(value, int) or isinstance(value, bool) or value < low:
-        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+        raise ValueError(f"{name} must be an int >= {low}, got {brief(value)}")
 
 
 def check_choice(name: str, value: Any, choices: tuple) -> None:
     """Raise ``ValueError`` unless ``value`` is one of ``choices``."""
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+    if isinstance(value, (np.ndarray, jax.Array)) or value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {brief(value)}")
 
 
 def check_bool(name: str, value: Any) -> bool:

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from socialjax.core.environment import Environment
-from socialjax.core.params import parse_bool
+from socialjax.core.params import brief, parse_bool
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,8 @@ def make(name: str, **options: Any) -> Environment:
 INT32_MAX = 2**31 - 1
 # the types a static option's annotation may name, and how a value of each is accepted
 _KINDS = {
-    "int": ("an int", lambda v: isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))),
+    "int": ("an int", lambda v: isinstance(v, (int, np.integer))
+            and not isinstance(v, (bool, np.bool_, np.timedelta64))),  # numpy's timedelta64 is an integer type
     "str": ("a string", lambda v: isinstance(v, str)),
     "tuple": ("a tuple or list", lambda v: isinstance(v, (tuple, list))),
 }
@@ -150,7 +151,7 @@ def _static(parameter: inspect.Parameter, value: Any) -> Any:
                     raise ValueError(f"{name}={value} does not fit int32 (at most {INT32_MAX} in magnitude)")
             return tuple(value) if kind == "tuple" else value
     wanted = " or ".join("None" if kind == "None" else _KINDS[kind][0] for kind in kinds)
-    raise ValueError(f"{name} must be {wanted}, got {_brief(value)}")
+    raise ValueError(f"{name} must be {wanted}, got {brief(value)}")
 
 
 def _annotation_kinds(annotation: Any) -> tuple[str, ...] | None:
@@ -163,12 +164,6 @@ def _annotation_kinds(annotation: Any) -> tuple[str, ...] | None:
     if not all(kind in _KINDS or kind in ("bool", "None") for kind in kinds):
         return None
     return kinds
-
-
-def _brief(value: Any) -> str:
-    """``repr(value)`` on one line, cut to 80 characters."""
-    text = repr(value).replace("\n", " ")
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def unknown_name(kind: str, name, names) -> ValueError:

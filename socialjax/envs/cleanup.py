@@ -69,7 +69,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from socialjax.core.params import check_bool, param
+from socialjax.core.params import brief, check_bool, param
 from socialjax.envs.grid import constants as C
 from socialjax.envs.grid import engine as E
 from socialjax.envs.grid.base import GridEnv, GridParams, SSDFines
@@ -192,7 +192,7 @@ class CleanUpParams(GridParams):
 
     def check(self):
         if not isinstance(self.threshold, jax.core.Tracer) and not np.all(np.asarray(self.threshold) > 0):
-            raise ValueError(f"CleanUpParams.threshold must be > 0, got {self.threshold!r}")
+            raise ValueError(f"CleanUpParams.threshold must be > 0, got {brief(self.threshold)}")
 
 
 # ------------------------------------------------------------------------------ rules

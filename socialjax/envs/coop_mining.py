@@ -86,7 +86,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from socialjax.core.params import param
+from socialjax.core.params import brief, param
 from socialjax.envs.grid import constants as C
 from socialjax.envs.grid import engine as E
 from socialjax.envs.grid import render as R
@@ -162,9 +162,10 @@ class CoopMiningParams(GridParams):
         iron, gold, window = self.iron_regrowth, self.gold_regrowth, self.gold_window
         concrete = not isinstance(iron, jax.core.Tracer) and not isinstance(gold, jax.core.Tracer)
         if concrete and np.any(np.asarray(iron) + np.asarray(gold) > 1):
-            raise ValueError(f"CoopMiningParams: iron_regrowth + gold_regrowth must be <= 1, got {iron} + {gold}")
+            raise ValueError(f"CoopMiningParams: iron_regrowth + gold_regrowth must be <= 1, "
+                             f"got {brief(iron)} + {brief(gold)}")
         if not isinstance(window, jax.core.Tracer) and np.any(np.asarray(window) % 1 != 0):
-            raise ValueError(f"CoopMiningParams.gold_window={window!r} must be a whole number of steps")
+            raise ValueError(f"CoopMiningParams.gold_window={brief(window)} must be a whole number of steps")
 
 
 @struct.dataclass

@@ -56,7 +56,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from socialjax.core.params import param
+from socialjax.core.params import brief, param
 from socialjax.envs.grid import constants as C
 from socialjax.envs.grid import engine as E
 from socialjax.envs.grid.base import MAX_AGENTS, GridEnv, GridParams, GridState
@@ -102,7 +102,7 @@ class GatheringParams(GridParams):
         for name in ("n_apple", "n_tagged", "hits_to_tag"):
             value = getattr(self, name)
             if not isinstance(value, jax.core.Tracer) and np.any(np.asarray(value) % 1 != 0):
-                raise ValueError(f"GatheringParams.{name}={value!r} must be a whole number of steps / hits")
+                raise ValueError(f"GatheringParams.{name}={brief(value)} must be a whole number of steps / hits")
 
 
 @struct.dataclass

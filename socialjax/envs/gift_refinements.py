@@ -88,7 +88,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from socialjax.core.params import param
+from socialjax.core.params import brief, param
 from socialjax.core.spaces import Box, Dict
 from socialjax.envs.grid import constants as C
 from socialjax.envs.grid import engine as E
@@ -194,7 +194,7 @@ class GiftRefinementsParams(GridParams):
     def check(self):
         m = self.gift_multiplier
         if not isinstance(m, jax.core.Tracer) and np.any(np.asarray(m) % 1 != 0):
-            raise ValueError(f"GiftRefinementsParams.gift_multiplier={m!r} must be a whole number of tokens")
+            raise ValueError(f"GiftRefinementsParams.gift_multiplier={brief(m)} must be a whole number of tokens")
 
 
 @struct.dataclass

@@ -96,7 +96,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from socialjax.core.params import param
+from socialjax.core.params import brief, param
 from socialjax.core.spaces import Box, Dict
 from socialjax.envs.grid import constants as C
 from socialjax.envs.grid import engine as E
@@ -197,7 +197,7 @@ class MatrixParams(GridParams):
         for name in ("regen_delay", "resource_health", "freeze_steps"):
             value = getattr(self, name)
             if not isinstance(value, jax.core.Tracer) and np.any(np.asarray(value) % 1 != 0):
-                raise ValueError(f"MatrixParams.{name}={value!r} must be a whole number")
+                raise ValueError(f"MatrixParams.{name}={brief(value)} must be a whole number")
 
 
 @struct.dataclass

@@ -99,7 +99,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from socialjax.core.params import param
+from socialjax.core.params import brief, param
 from socialjax.envs.grid import constants as C
 from socialjax.envs.grid import engine as E
 from socialjax.envs.grid import render as R
@@ -223,7 +223,7 @@ class TerritoryParams(GridParams):
         for name in ("resource_health", "reward_delay", "release_delay", "repair_delay", "zap_freeze", "recovery"):
             value = getattr(self, name)
             if not isinstance(value, jax.core.Tracer) and np.any(np.asarray(value) % 1 != 0):
-                raise ValueError(f"TerritoryParams.{name}={value!r} must be a whole number")
+                raise ValueError(f"TerritoryParams.{name}={brief(value)} must be a whole number")
 
 
 @struct.dataclass

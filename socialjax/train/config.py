@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 from typing import Any
 
 import numpy as np
 
 from socialjax.agents import hparams as hp
 from socialjax.agents.registry import LEARNERS, algos, algos_where, learner_class
-from socialjax.core.params import parse_bool
+from socialjax.core.params import brief, parse_bool
 
 REWARDS = ("individual", "common", "inequity_aversion", "svo", "exchange")  # socialjax.train.rewards
 # the network options (socialjax.agents.networks: ENCODERS, CONVS, PRECISIONS; written
@@ -121,6 +122,10 @@ class TrainConfig:
     def __post_init__(self):
         for name in BOOL_FIELDS:
             object.__setattr__(self, name, parse_bool(name, getattr(self, name)))
+        for name in INT_FIELDS:  # a numpy int as a Python int: sizes computed from it must not wrap (int8)
+            value = getattr(self, name)
+            if isinstance(value, np.integer) and not isinstance(value, np.timedelta64):
+                object.__setattr__(self, name, int(value))
 
     # -- derived ------------------------------------------------------------------------
     def replace(self, **changes: Any) -> TrainConfig:
@@ -178,36 +183,44 @@ class TrainConfig:
         forms = (self.reward,) if isinstance(self.reward, str) else self.reward
         if not isinstance(forms, (tuple, list)) or not forms or any(f not in REWARDS for f in forms):
             raise ValueError(f"reward must be one of {REWARDS}, or a list of them (one per learner); "
-                             f"got {self.reward!r}")
+                             f"got {brief(self.reward)}")
         _choice("network", self.network, NETWORKS)
         _choice("conv", self.conv, CONVS)
         _choice("precision", self.precision, PRECISIONS)
         for name in ("hidden", "embed_dim", "channels", "num_envs", "rollout_len", "num_updates", "update_epochs",
                      "num_minibatches", "buffer_rollouts", "dqn_updates", "dqn_batch", "n_step",
                      "target_update_every", "select_every"):
-            v = getattr(self, name)
-            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
-                raise ValueError(f"{name} must be a positive int, got {v!r}")
+            _check_int(name, getattr(self, name), 1, "a positive int")
         for name in ("eval_envs", "eval_steps", "log_every"):
-            v = getattr(self, name)
-            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 0:
-                raise ValueError(f"{name} must be an int >= 0, got {v!r}")
-        grid = self.hparam_grid()
+            _check_int(name, getattr(self, name), 0, "an int >= 0")
+        for name in ("num_learners", "num_focal"):
+            if getattr(self, name) is not None:
+                _check_int(name, getattr(self, name), 1, "None or a positive int")
+        for name in ("scripted", "background", "pbt_hparams"):
+            names = getattr(self, name)
+            if not isinstance(names, (tuple, list)) or not all(isinstance(n, str) for n in names):
+                raise ValueError(f"{name} must be a list of names, got {brief(names)}")
+        for name in ("groups", "seats"):
+            indices = getattr(self, name)
+            if indices is not None and (not isinstance(indices, (tuple, list))
+                                        or not all(_int_in(i, 0) for i in indices)):
+                raise ValueError(f"{name} must be None or a list of ints >= 0, got {brief(indices)}")
         for name in SWEEPABLE:  # finite and in the declared range (socialjax.agents.hparams)
             hp.HPARAMS[name].check(name, getattr(self, name))
+        grid = self.hparam_grid()
         if not _finite(self.select_frac) or not 0.0 < self.select_frac <= 1.0:
-            raise ValueError(f"select_frac must be in (0, 1], got {self.select_frac!r}")
+            raise ValueError(f"select_frac must be in (0, 1], got {brief(self.select_frac)}")
         if not _finite(self.mutation_std) or self.mutation_std < 0:
-            raise ValueError(f"mutation_std must be a finite number >= 0, got {self.mutation_std!r}")
+            raise ValueError(f"mutation_std must be a finite number >= 0, got {brief(self.mutation_std)}")
         perturb = tuple(self.perturb) if isinstance(self.perturb, (tuple, list)) else ()
         if len(perturb) != 2 or not all(_finite(p) and p > 0 for p in perturb):
-            raise ValueError(f"perturb must be two finite positive factors, got {self.perturb!r}")
+            raise ValueError(f"perturb must be two finite positive factors, got {brief(self.perturb)}")
         bad = [n for n in self.pbt_hparams if n not in self.hparam_names()]
         if bad and self.selection == "pbt":
             raise ValueError(f"pbt_hparams {bad} are not hyperparameters of {self.algo}: {self.hparam_names()}")
         if self.learner_fraction is not None and (not _finite(self.learner_fraction)
                                                   or not 0.0 < self.learner_fraction <= 1.0):
-            raise ValueError(f"learner_fraction must be None or in (0, 1], got {self.learner_fraction!r}")
+            raise ValueError(f"learner_fraction must be None or in (0, 1], got {brief(self.learner_fraction)}")
         inert = [(name, rule) for name, rule, applies in (
             ("groups", "seating='grouped'", self.seating == "grouped"),
             ("seats", "seating='fixed'", self.seating == "fixed"),
@@ -217,9 +230,9 @@ class TrainConfig:
         if self.mutation_std != 0 and self.selection != "truncation":
             inert.append(("mutation_std", "selection='truncation'"))
         if inert:  # as for env params: a setting nothing reads is an error, not a silent no-op
-            raise ValueError("; ".join(f"{name}={getattr(self, name)!r} is read only with {rule}, and this config "
-                                       f"has seating={self.seating!r}, selection={self.selection!r}, "
-                                       f"background={self.background!r}" for name, rule in inert))
+            raise ValueError("; ".join(f"{name}={brief(getattr(self, name))} is read only with {rule}, and this "
+                                       f"config has seating={brief(self.seating)}, selection={brief(self.selection)}"
+                                       f", background={brief(self.background)}" for name, rule in inert))
         learner = learner_class(self.algo)
         if self.recurrent and not learner.RECURRENT:
             raise ValueError(f"recurrent=True is only supported by {' and '.join(algos_where('RECURRENT'))}")
@@ -229,19 +242,40 @@ class TrainConfig:
 
 
 BOOL_FIELDS = tuple(f.name for f in dataclasses.fields(TrainConfig) if f.type in ("bool", bool))
+INT_FIELDS = tuple(f.name for f in dataclasses.fields(TrainConfig) if f.type in ("int", "int | None"))
 
 
 def field_names() -> list[str]:
     return [f.name for f in dataclasses.fields(TrainConfig)]
 
 
+INT32_MAX = 2**31 - 1  # sizes and counts are int32 in the compiled program
+
+
+def _check_int(name: str, value: Any, low: int, what: str) -> None:
+    """``ValueError`` naming ``name`` unless ``value`` is an int in ``[low, INT32_MAX]``."""
+    if not _int_in(value, low, None):
+        raise ValueError(f"{name} must be {what}, got {brief(value)}")
+    if value > INT32_MAX:
+        raise ValueError(f"{name}={value} does not fit int32 (at most {INT32_MAX})")
+
+
+def _int_in(value: Any, low: int, high: int | None = INT32_MAX) -> bool:
+    """An int (numpy's too, not a bool) in ``[low, high]`` (``None``: unbounded)."""
+    is_int = isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_, np.timedelta64))
+    return is_int and low <= value and (high is None or value <= high)
+
+
 def _finite(value: Any) -> bool:
     """A real number (not a bool or a string) that is neither NaN nor infinite."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+    if isinstance(value, (bool, np.timedelta64)) or not isinstance(value, (int, float, np.integer, np.floating)):
         return False
-    return bool(np.isfinite(value))
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:  # an int beyond float64
+        return False
 
 
 def _choice(name: str, value: Any, options: tuple[str, ...]) -> None:
-    if value not in options:
-        raise ValueError(f"{name} must be one of {options}, got {value!r}")
+    if not isinstance(value, str) or value not in options:
+        raise ValueError(f"{name} must be one of {options}, got {brief(value)}")

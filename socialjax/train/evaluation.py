@@ -150,11 +150,19 @@ def make_evaluator(env, params, config: TrainConfig, learner, num_learners: int,
     ``scripted`` members, with ``config``'s background bots and evaluation sizes
     (``ValueError`` for a ``num_focal`` that leaves no focal or no background seat)."""
     N = env.num_agents
-    background = tuple(make_scripted(name, env) for name in config.background)
+    background = tuple(_named("background", name, env) for name in config.background)
     num_focal = config.num_focal if config.num_focal is not None else max(1, N // 2)
     if background and not 1 <= num_focal < N:
         raise ValueError(f"num_focal must be between 1 and {N - 1} (the game has {N} seats), got {num_focal}")
     return Evaluator(env, params, config, learner, num_learners, tuple(scripted), background, num_focal)
+
+
+def _named(field: str, name: str, env):
+    """``make_scripted(name, env)``, its error naming the config ``field``."""
+    try:
+        return make_scripted(name, env)
+    except ValueError as err:
+        raise ValueError(f"{field}: {err}") from None
 
 
 def play_seatings(env, config: TrainConfig, learners, rows, key: jax.Array, *, eval_envs: int, steps: int,

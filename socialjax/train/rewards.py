@@ -36,6 +36,7 @@ from socialjax.agents.shaping import (
     inequity_traces,
     svo_reward,
 )
+from socialjax.core.params import brief
 from socialjax.train.config import REWARDS
 
 
@@ -44,7 +45,7 @@ def learner_rewards(reward: Any, num_learners: int) -> tuple[str, ...]:
     forms = (reward,) * num_learners if isinstance(reward, str) else tuple(reward)
     bad = [f for f in forms if f not in REWARDS]
     if bad:
-        raise ValueError(f"reward must be one of {REWARDS} (or a tuple of them, one per learner), got {reward!r}")
+        raise ValueError(f"reward must be one of {REWARDS} (or a tuple of them, one per learner), got {brief(reward)}")
     if len(forms) != num_learners:
         raise ValueError(f"reward names {len(forms)} forms but the population has {num_learners} learners: "
                          f"give one per learner, or a single name for all")

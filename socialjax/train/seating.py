@@ -24,6 +24,10 @@ Modes (``TrainConfig.seating``):
   from the scripted members, and all are shuffled over the ``E * N`` seats (a member
   may meet itself). The games are reset at each re-seating, so episodes never change
   players midway.
+
+One run holds at most :data:`MAX_SEATS` seats (``num_envs x N``): the seating is built
+on the host as an ``(E, N)`` array, and a run beyond that is refused here, with the
+numbers, rather than by the host's memory.
 """
 
 from __future__ import annotations
@@ -36,6 +40,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from socialjax.train.config import TrainConfig
+
+MAX_SEATS = 2**24  # seats of one run (num_envs x seats per game): 16,777,216
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,6 +140,9 @@ def make_plan(config: TrainConfig, num_seats: int) -> SeatPlan:
     """Check the population against the seats and build the plan (errors before
     compiling)."""
     E, N, S = config.num_envs, num_seats, len(config.scripted)
+    if E * N > MAX_SEATS:
+        raise ValueError(f"num_envs={E} games of {N} seats are {E * N:,} seats, more than the {MAX_SEATS:,} one run "
+                         "holds (its seating is built on the host): use fewer games per run and more seeds")
     mode = config.seating
     L = config.num_learners
 

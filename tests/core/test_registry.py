@@ -73,7 +73,7 @@ def test_wrong_payoff_shape_at_make():
     "name, options, message",
     [
         ("ipd", {"num_rounds": 0}, r"num_rounds must be an int >= 1, got 0"),
-        ("ipd", {"num_rounds": 2.5}, r"num_rounds must be an int >= 1, got 2.5"),
+        ("ipd", {"num_rounds": 2.5}, r"num_rounds must be an int, got 2.5"),
         ("ipd", {"memory": 0}, r"memory must be an int >= 1, got 0"),
         ("matrix_game", {"game": "foo"}, r"game must be one of .* got 'foo'"),
         ("nplayer_matrix", {"num_agents": 1}, r"num_agents must be an int >= 2, got 1"),

@@ -11,10 +11,8 @@ must give a whole result. Slow tier: a dozen runs of the command."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 

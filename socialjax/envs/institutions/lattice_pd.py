@@ -29,10 +29,11 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from socialjax.core.environment import Environment
-from socialjax.core.params import EnvParams, param
+from socialjax.core.params import EnvParams, brief, param
 from socialjax.core.spaces import Box, Discrete
 
 COOPERATE, DEFECT = 0, 1
@@ -61,8 +62,9 @@ class LatticePDParams(EnvParams):
 
     def check(self) -> None:
         r, p = self.reward, self.punishment
-        if not isinstance(r, jax.core.Tracer) and not isinstance(p, jax.core.Tracer) and float(r) <= float(p):
-            raise ValueError(f"LatticePDParams needs reward > punishment (R > P), got R={r}, P={p}")
+        if not isinstance(r, jax.core.Tracer) and not isinstance(p, jax.core.Tracer) and np.any(
+                np.asarray(r) <= np.asarray(p)):
+            raise ValueError(f"LatticePDParams needs reward > punishment (R > P), got R={brief(r)}, P={brief(p)}")
 
 
 @struct.dataclass
