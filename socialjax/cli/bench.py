@@ -94,7 +94,7 @@ def main(args: argparse.Namespace) -> int:
     print(f"\nload average at end (1, 5, 15 min): {end_load}")
     if args.json:
         info["load_average_end"] = end_load
-        flags = {k: v for k, v in vars(args).items() if k not in ("command", "main")}  # less the dispatcher's
+        flags = {k: v for k, v in vars(args).items() if k not in ("command", "main", "subparser")}  # not flags
         with store.replacing(args.json) as tmp, open(tmp, "w") as f:
             json.dump({"machine": info, "args": flags, "results": results, "skipped": skipped}, f, indent=2)
     return 0

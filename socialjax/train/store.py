@@ -106,7 +106,8 @@ def check_out_dir(path: str | os.PathLike, *, overwrite: bool = False, resume: b
         if state in ("unfinished", "replacing") and not (overwrite or resume):
             kept = " (and the result it is replacing)" if state == "replacing" else ""
             raise OutputError(f"{out} holds an unfinished run{kept}; continue it with `socialjax train --resume "
-                              f"{out}`, or pass --overwrite to start again")
+                              f"{out}` (a reproduction: the same `socialjax reproduce` command again), or pass "
+                              "--overwrite to start again")
         if state == "foreign":
             raise OutputError(f"{out} is not empty and is not a socialjax result folder; it is left alone: "
                               "choose another output folder")
@@ -512,8 +513,9 @@ def verify(path: str | os.PathLike, kind: str | None = None) -> dict:
     if state == "empty":
         raise ResultError(f"{folder} is empty: not a results folder")
     if state == "unfinished":
-        raise ResultError(f"{folder} holds an unfinished run (a checkpoint, no results yet); continue it with "
-                          f"`socialjax train --resume {folder}`")
+        raise ResultError(f"{folder} holds an unfinished run (no results yet); continue it with "
+                          f"`socialjax train --resume {folder}` (a reproduction: the same `socialjax reproduce` "
+                          "command again)")
     manifest_path = folder / MANIFEST
     if not manifest_path.is_file():
         raise ResultError(f"{folder} is not a results folder: it has no {MANIFEST} (not written by socialjax, "
