@@ -8,7 +8,7 @@ import argparse
 from socialjax.cli.common import add_cache_flag, exit_now, non_negative_int, seed_count, use_compile_cache
 from socialjax.reproduce import DEFAULT_SCALE, ENTRIES, SCALES, get_entry, reproduce
 from socialjax.reproduce.core import FIGURE_FILE, TABLE_FILE, Stopped, format_table, seed_text
-from socialjax.reproduce.staging import finished_runs
+from socialjax.reproduce.staging import kept_text
 from socialjax.train import store
 
 
@@ -64,9 +64,7 @@ def main(args: argparse.Namespace) -> int:
                 rep = reproduce(entry, args.scale, args.seeds, base_seed=args.seed, out=out,
                                 overwrite=args.overwrite, progress=not args.quiet)
             except KeyboardInterrupt:  # a second Ctrl-C, or one while compiling
-                kept = finished_runs(out)
-                exit_now(130, "\nstopped at once" + (f"; the {len(kept)} run(s) finished are kept in {out}/resume: "
-                                                       "run the same command again to continue" if kept else "") + "\n")
+                exit_now(130, f"\nstopped at once{kept_text(out)}\n")
     except Stopped as stop:
         parser.exit(130, f"\n{entry.name}: {stop}\n")
     except store.OutputError as err:
@@ -74,11 +72,8 @@ def main(args: argparse.Namespace) -> int:
     except ValueError as err:
         parser.error(f"{entry.name}: {err}")
     except (OSError, MemoryError) as err:
-        kept = finished_runs(out)
         line = store.os_error_line(err, "write the results") if isinstance(err, OSError) else str(err)
-        parser.exit(1, f"socialjax reproduce {entry.name}: {line}" + (
-            f"; the {len(kept)} run(s) finished are kept in {out}/resume: run the same command again to continue"
-            if kept else "") + "\n")
+        parser.exit(1, f"socialjax reproduce {entry.name}: {line}{kept_text(out)}\n")
     print(f"\n{entry.name} ({args.scale}, {seed_text(rep)}, {rep.seconds:.0f} s): {rep.verdict.upper()}")
     print(rep.reason)
     print(f"criterion: {entry.criterion_text}\n")

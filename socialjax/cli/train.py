@@ -213,9 +213,7 @@ def _run_donor(parser, args, settings: dict, out_dir: str, resume: bool = False)
                                                    if _has_checkpoint(out_dir) else "; nothing was saved") + "\n")
         except (OSError, MemoryError, store.OutputError) as err:
             line = store.os_error_line(err, "write the results") if isinstance(err, OSError) else str(err)
-            kept = (f"; the last checkpoint in {out_dir}/resume is intact: continue with `socialjax train --resume "
-                    f"{out_dir}` once the cause is fixed") if _has_checkpoint(out_dir) else ""
-            parser.exit(1, f"socialjax train donor-evolution: {line}{kept}\n")
+            parser.exit(1, f"socialjax train donor-evolution: {line}{_what_is_kept(out_dir)}\n")
     return 0
 
 
@@ -223,16 +221,21 @@ def _has_checkpoint(out_dir) -> bool:
     return store.folder_state(Path(out_dir)) in ("unfinished", "replacing")
 
 
-def _what_is_kept(out_dir, saved: dict, config) -> str:
+def _what_is_kept(out_dir, last: str = "") -> str:
     """What a failed run leaves, for the end of its one-line error: its last checkpoint
-    and how to continue from it, and an earlier result that stays."""
+    (``last``: which update it holds, when known) and how to continue from it, and an
+    earlier result that stays."""
     kept = ""
-    if saved["updates"] and _has_checkpoint(out_dir):
-        kept = (f"; the last checkpoint (update {saved['updates']} of {config.num_updates}) in {out_dir}/resume is "
+    if _has_checkpoint(out_dir):
+        kept = (f"; the last checkpoint{f' ({last})' if last else ''} in {out_dir}/resume is "
                 f"intact: continue with `socialjax train --resume {out_dir}` once the cause is fixed")
     if store.folder_state(Path(out_dir)) in ("result", "replacing"):
         kept += f"; the earlier result in {out_dir} is intact"
     return kept or "; nothing was saved"
+
+
+def _last(saved: dict, config) -> str:
+    return f"update {saved['updates']} of {config.num_updates}" if saved["updates"] else ""
 
 
 def join_processes(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
@@ -357,10 +360,10 @@ def run_job(parser, args, job: dict, out_dir: str, *, chunk=None, memory=None, r
         except (ValueError, TypeError) as err:  # the population against the seats, the batch sizes: before compiling
             parser.error(f"{name}: {err}")
         except MemoryError as err:  # after compiling: before anything ran, or part-way (DeviceMemoryError)
-            parser.exit(1, f"socialjax train {name}: {err}{_what_is_kept(out_dir, saved, config)}\n")
+            parser.exit(1, f"socialjax train {name}: {err}{_what_is_kept(out_dir, _last(saved, config))}\n")
         except OSError as err:  # a checkpoint could not be written
             parser.exit(1, f"socialjax train {name}: {store.os_error_line(err, 'write the checkpoint')}"
-                           f"{_what_is_kept(out_dir, saved, config)}\n")
+                           f"{_what_is_kept(out_dir, _last(saved, config))}\n")
         except Interrupted as stop:  # a signal: the updates done are saved, with or without --checkpoint-every
             if not every:
                 try:
@@ -384,9 +387,10 @@ def run_job(parser, args, job: dict, out_dir: str, *, chunk=None, memory=None, r
                                         overwrite=args.overwrite or bool(every) or resume is not None)
             except OSError as err:
                 parser.exit(1, f"socialjax train {name}: trained, but {store.os_error_line(err, 'write the result')}"
-                               f"{_what_is_kept(out_dir, saved, config)}\n")
+                               f"{_what_is_kept(out_dir, _last(saved, config))}\n")
             except store.OutputError as err:  # another job wrote the folder while this one ran
-                parser.exit(1, f"socialjax train {name}: trained, but {err}{_what_is_kept(out_dir, saved, config)}\n")
+                parser.exit(1, f"socialjax train {name}: trained, but {err}"
+                               f"{_what_is_kept(out_dir, _last(saved, config))}\n")
             if not args.quiet:
                 print(text, flush=True)
     return result

@@ -21,7 +21,7 @@ import jax
 import numpy as np
 
 import socialjax as sj
-from socialjax.reproduce.staging import Staging
+from socialjax.reproduce.staging import Staging, kept_text
 from socialjax.train import Interrupted, TrainConfig, run, save_run, store
 from socialjax.train.config import SWEEPABLE
 from socialjax.viz.plots import mean_ci95, pyplot
@@ -350,8 +350,7 @@ def reproduce(entry: Entry, scale: str = DEFAULT_SCALE, seeds: int | None = None
             try:
                 result = run(env, grid, seeds=seeds, base_seed=base_seed, progress=progress, label=names)
             except Interrupted as stop:
-                kept = len(staging.names()) if staging is not None else 0
-                raise Stopped(stop.snapshot.updates_done, grid.num_updates, names, kept, out) from None
+                raise Stopped(stop.snapshot.updates_done, grid.num_updates, names, out) from None
             if staging is not None:
                 staging.put(names, result, env_name=cond.env[scale], env_options=dict(cond.env_options[scale]),
                             preset=f"{entry.name}/{names}", base_seed=base_seed)
@@ -401,9 +400,8 @@ class Stopped(Exception):
     """A reproduction stopped by Ctrl-C or SIGTERM: the runs it finished are kept in its
     output folder, and the same command continues from them."""
 
-    def __init__(self, done: int, total: int, names: str, kept: int, out: Path | None):
-        where = (f"; the {kept} run(s) finished are kept in {out}/resume: run the same command again to continue"
-                 if out is not None and kept else "; no run had finished")
+    def __init__(self, done: int, total: int, names: str, out: Path | None):
+        where = kept_text(out) or "; no run had finished"
         super().__init__(f"stopped during {names} (update {done} of {total}, which is lost){where}")
 
 

@@ -50,10 +50,6 @@ class Staging:
         except (OSError, ValueError):
             return {}
 
-    def names(self) -> list[str]:
-        """The runs saved here."""
-        return finished_runs(self.folder.parent)
-
     def get(self, name: str) -> RunResult | None:
         """The run ``name`` as saved (``None`` when it is not, or is damaged)."""
         path = self.folder / run_folder(name)
@@ -85,6 +81,15 @@ def finished_runs(out: str | Path) -> list[str]:
     if not (folder / SETTINGS_FILE).is_file():
         return []
     return sorted(p.name for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def kept_text(out: str | Path | None) -> str:
+    """The end of a stopped reproduction's message: the runs it kept and how to continue
+    (empty when none was kept)."""
+    kept = finished_runs(out) if out is not None else []
+    if not kept:
+        return ""
+    return f"; the {len(kept)} run(s) finished are kept in {out}/resume: run the same command again to continue"
 
 
 def run_folder(name: str) -> str:

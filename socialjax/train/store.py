@@ -328,11 +328,10 @@ def write_folder(path: str | os.PathLike, write: Callable[[Path], None], *, kind
             seal(tmp, kind, info)
         _fsync_dir(tmp)
         (_move_in if in_place else _swap_in)(tmp, out, overwrite)
-    except OSError as err:
+    except BaseException as err:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise _naming(err, out) from None
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(err, OSError):
+            raise _naming(err, out) from None
         raise
     return out
 
