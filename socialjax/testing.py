@@ -15,7 +15,8 @@ For anyone writing an environment (and for socialjax's own tests)::
     sweep = jax.jit(jax.vmap(step))            # call it with new params: still one trace
 
 Everything here uses only the public API of an environment (``reset``, ``step``,
-``sample_actions``, ``action_space``, ``observation_space``, ``num_agents``), so it
+``sample_actions``, ``action_space``, ``observation_space``, ``global_observation``,
+``global_observation_space``, ``num_agents``), so it
 works for wrappers too. Shapes: ``N = num_agents``, ``T = num_steps``, ``B`` envs.
 """
 
@@ -65,17 +66,23 @@ def check_env(
        space's dtype; ``step`` returns an observation and a state shaped like
        ``reset``'s, ``reward`` ``(N,) float32``, ``done`` ``() bool`` and an ``info`` dict
        with ``terminated`` and ``truncated`` ``() bool``, ``invalid_action`` ``(N,) bool``
-       and ``final_obs`` shaped like the observation.
+       and ``final_obs`` shaped like the observation; ``global_observation`` of
+       ``reset``'s state has the shapes and dtypes of ``global_observation_space``
+       (one game: no agent axis).
     2. One jitted ``vmap`` of ``num_envs`` rollouts of ``num_steps`` random steps, the
        params a traced argument, with about one action in eight replaced by an
        out-of-range one: every observation (also ``final_obs`` and fresh resets) lies in
-       the observation space; rewards are finite; ``done == terminated | truncated``
+       the observation space; the global observation of every state of the rollout (the
+       first, stepped and auto-reset ones), computed in the same program under ``jit``
+       and ``vmap`` (over the envs and over the steps), lies in the global observation
+       space; rewards are finite; ``done == terminated | truncated``
        and never both; ``invalid_action`` flags exactly the out-of-range actions; every
        env ends an episode; on a ``done`` step the observation and state are those of a
        fresh ``reset`` with the key ``step`` resets from, and ``final_obs`` equals the
        observation on every other step.
     3. Determinism: the same keys give the same bits again, and env 1 run alone (a
-       second compiled program) gives env 1's trajectory of the batch: bit for bit when
+       second compiled program) gives env 1's trajectory of the batch (its global
+       observations included): bit for bit when
        ``exact`` (default: on the CPU backend, where XLA computes float32 the same way in
        every program); otherwise integer and bool leaves equal and floats within
        ``rtol=2e-3, atol=1e-5`` (GPU reductions may sum in another order).
@@ -118,12 +125,12 @@ def check_env(
     one = _contract_rollout(env, num_steps, bad_action)
     keys = jax.random.split(key, num_envs)
     run = jax.jit(jax.vmap(one, in_axes=(0, None)))
-    traj, bad, reset_obs, reset_state = jax.device_get(run(keys, params))
-    _check_trajectory(check, env, params, (traj, bad, reset_obs, reset_state), bad_action, num_steps)
+    checked = jax.device_get(run(keys, params))
+    _check_trajectory(check, env, params, checked, bad_action, num_steps)
 
     # 3. determinism
-    _check_determinism(check, run, one if alone else None, keys, params, (traj, bad, reset_obs, reset_state), exact)
-    return traj
+    _check_determinism(check, run, one if alone else None, keys, params, checked, exact)
+    return checked[0]
 
 
 def _check_step_shapes(check, env, key, params) -> None:
@@ -133,6 +140,8 @@ def _check_step_shapes(check, env, key, params) -> None:
     obs_space, act_space = env.observation_space(params), env.action_space(params)
     obs, state = jax.eval_shape(env.reset, key, params)
     _check_obs_shapes(check, obs, obs_space, (n,), "reset's observation")
+    world = jax.eval_shape(env.global_observation, state, params)
+    _check_obs_shapes(check, world, env.global_observation_space(params), (), "the global observation")
     acts = jax.eval_shape(env.sample_actions, key, params)
     want = (n, *act_space.shape)
     check(
@@ -161,15 +170,16 @@ def _check_step_shapes(check, env, key, params) -> None:
 
 
 def _check_trajectory(check, env, params, checked, bad_action, num_steps: int) -> None:
-    """check_env's part 2 on the batch's ``checked = (traj, bad, reset_obs, reset_state)``
-    (numpy leaves, ``(B, T, ...)``)."""
-    traj, bad, reset_obs, reset_state = checked
+    """check_env's part 2 on the batch's ``checked = (traj, bad, reset_obs, reset_state,
+    world)`` (numpy leaves, ``(B, T, ...)``)."""
+    traj, bad, reset_obs, reset_state, world = checked
     obs_space, act_space = env.observation_space(params), env.action_space(params)
     done, info = traj.done, traj.info
-    observed = (("an observation", traj.obs), ('info["final_obs"]', info["final_obs"]),
-                ("a reset's observation", reset_obs))
-    for what, x in observed:
-        for part, part_space, label in _obs_parts(x, obs_space):
+    observed = (("an observation", traj.obs, obs_space), ('info["final_obs"]', info["final_obs"], obs_space),
+                ("a reset's observation", reset_obs, obs_space),
+                ("a global observation", world, env.global_observation_space(params)))
+    for what, x, space in observed:
+        for part, part_space, label in _obs_parts(x, space):
             check(np.asarray(part_space.contains(part)), f"{what}{label} lies outside {part_space}")
     check(np.isfinite(traj.reward).all(), "rewards must be finite")
     term, trunc = info["terminated"], info["truncated"]
@@ -217,9 +227,11 @@ def _check_determinism(check, run, one, keys, params, checked, exact: bool) -> N
 
 
 def _contract_rollout(env, num_steps: int, bad_action):
-    """``one(key, params) -> (traj, bad (T, N), reset_obs (T, ...), reset_state (T, ...))``:
-    random actions, each replaced by ``bad_action`` with probability INVALID_RATE, and
-    per step a fresh reset with the key of the step's auto-reset (the innermost state)."""
+    """``one(key, params) -> (traj, bad (T, N), reset_obs (T, ...), reset_state (T, ...),
+    world (T + 1, ...))``: random actions, each replaced by ``bad_action`` with
+    probability INVALID_RATE, per step a fresh reset with the key of the step's
+    auto-reset (the innermost state), and the global observation of every state of the
+    trajectory."""
 
     def one(key, params):
         key_env, key_act, key_bad = jax.random.split(key, 3)
@@ -234,8 +246,9 @@ def _contract_rollout(env, num_steps: int, bad_action):
         traj = rollout(env, key_env, num_steps, params=params, actions=actions)
         _, _, key_step = rollout_keys(key_env, num_steps)
         reset_obs, reset_state = jax.vmap(lambda k: env.reset(_auto_reset_key(k), params))(key_step)
+        world = jax.vmap(lambda state: env.global_observation(state, params))(traj.state)
         # keys held in a state compare as their data (numpy cannot hold typed keys)
-        return _key_data((traj, bad, reset_obs, _inner_state(env, reset_state)))
+        return _key_data((traj, bad, reset_obs, _inner_state(env, reset_state), world))
 
     return one
 
@@ -287,9 +300,10 @@ def _check_obs_shapes(check, obs, space: Space, lead: tuple, what: str) -> None:
         check(False, f"{what}: {e}")
     for part, part_space, label in parts:
         want = lead + tuple(part_space.shape)
+        per = f"N={lead[0]}, " if lead else ""
         check(
             part.shape == want and part.dtype == part_space.dtype,
-            f"{what}{label} must be {want} {part_space.dtype} (N={lead[0]}, {part_space}), "
+            f"{what}{label} must be {want} {part_space.dtype} ({per}{part_space}), "
             f"got {part.shape} {part.dtype}",
         )
 

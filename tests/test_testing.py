@@ -118,6 +118,16 @@ class ToyEnv(Environment):
     def get_obs(self, state, params):
         return self.obs(state)
 
+    def global_observation(self, state, params=None):
+        world = super().global_observation(state, params)  # (2,): both players' observations
+        if self.bug == "global_shape":
+            return world[None]
+        if self.bug == "global_outside":
+            return world + 2.0
+        if self.bug == "global_trace_time_rng":
+            return world * np.float32(np.random.default_rng().random())
+        return world
+
     def initial_state(self, key, params):
         return ToyState(step=jnp.zeros((), jnp.int32))
 
@@ -169,6 +179,10 @@ def test_check_env_passes_on_the_toy_env():
         ("never_done", "no episode ended within num_steps=7 steps"),
         ("unflagged", r'info\["invalid_action"\] must flag exactly the out-of-range actions'),
         ("trace_time_rng", "env 1 run alone must give env 1's trajectory of the batch"),
+        ("global_shape", r"toy: the global observation must be \(2,\) float32 \(Box\(0.0, 1.0, \(2,\), float32\)\), "
+                         r"got \(1, 2\) float32"),
+        ("global_outside", r"toy: a global observation lies outside Box\(0.0, 1.0, \(2,\)"),
+        ("global_trace_time_rng", "env 1 run alone must give env 1's trajectory of the batch"),
     ],
 )
 def test_check_env_names_the_broken_rule(bug, match):

@@ -21,6 +21,9 @@ Shapes (``N = num_agents``)::
     # "invalid_action" ((N,) bool: the action was out of range and replaced by the
     # environment's no-op action) and "final_obs" (the observation before any
     # auto-reset: the true next observation, to bootstrap from when truncated).
+    world = env.global_observation(state, params)  # one game, no agent axis: what a
+    # centralised critic sees (default: all players' observations stacked; the grid
+    # games: the whole map), in env.global_observation_space(params)
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from socialjax.core.params import EnvParams, brief, is_concrete
-from socialjax.core.spaces import Box, Discrete, Space
+from socialjax.core.spaces import Box, Dict, Discrete, Space
 
 TState = TypeVar("TState")
 TParams = TypeVar("TParams", bound=EnvParams)
@@ -181,6 +184,35 @@ class Environment(Generic[TState, TParams]):
         """Uniformly random actions for all agents: ``(N, *action_shape)``."""
         return self.action_space(params).sample(key, (self.num_agents,))
 
+    def global_observation(self, state: TState, params: TParams | None = None) -> Any:
+        """What a centralised critic (MAPPO's) sees of one game: a function of ``state``
+        (one game, no leading agent axis), the same for every player; each actor still
+        sees only its own observation.
+
+        Default: all players' observations stacked (:func:`stacked_observations` of
+        ``get_obs(state, params)``): each leaf ``(N, *shape)`` of the observation becomes
+        one array: an image (``shape`` of rank 3 or more, ``(h, w, *c)``) becomes
+        ``(h, w, N * prod(c))``, the players' images along the channel axis with player
+        0's channels first (SocialJax's MAPPO ``world_state``); any other leaf becomes
+        the flat ``(N * prod(shape),)``, player 0's entries first. An environment whose
+        players' observations together miss part of what decides the game (the grid
+        games: the whole map) overrides this and :meth:`global_observation_space`.
+
+        It must be jittable and vmappable over a batch of games (a leading axis on every
+        leaf of ``state``, ``params`` shared or batched alike), deterministic (no key: the
+        same state gives the same bits), and lie in :meth:`global_observation_space`
+        (its shapes and dtypes, every value within the bounds), which
+        :func:`socialjax.testing.check_env` checks."""
+        params = self._resolve_params(params)
+        return stacked_observations(self.get_obs(state, params))
+
+    def global_observation_space(self, params: TParams | None = None) -> Space:
+        """The space of :meth:`global_observation` (one game, no agent axis). Default:
+        :func:`stacked_space` of :meth:`observation_space`: each entry shaped by the rule
+        of :meth:`global_observation`, with the same dtype and each player's bounds in
+        its player's places."""
+        return stacked_space(self.observation_space(params), self.num_agents)
+
     # ----------------------------------------------------------------- helpers
     def _resolve_params(self, params: TParams | None) -> TParams:
         if params is None:
@@ -273,6 +305,52 @@ class Environment(Generic[TState, TParams]):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, num_agents={self.num_agents})"
+
+
+# ------------------------------------------------------------------- global observation
+#: a per-player observation leaf of this rank or more is an image ``(h, w, *channels)``
+IMAGE_RANK = 3
+
+
+def stack_players(x: Any) -> Any:
+    """One array of all players' entries of an observation leaf ``x (N, *shape)`` (a
+    JAX or a numpy array: the same rule shapes observations and their spaces' bounds):
+    an image (``shape = (h, w, *c)``, rank :data:`IMAGE_RANK` or more) becomes ``(h, w,
+    N * prod(c))``, the players' images along the channel axis, player 0's channels
+    first (SocialJax's MAPPO ``world_state``, ``algorithms/MAPPO/mappo_cnn_cleanup.py``);
+    any other leaf becomes ``(N * prod(shape),)``, player 0's entries first."""
+    if x.ndim - 1 >= IMAGE_RANK:
+        h, w = x.shape[1:3]
+        return x.transpose(1, 2, 0, *range(3, x.ndim)).reshape(h, w, -1)
+    return x.reshape(-1)
+
+
+def stacked_observations(obs: Any) -> Any:
+    """:func:`stack_players` on every leaf of the observation pytree ``obs``
+    (``(N, ...)`` leaves): the default global observation."""
+    return jax.tree_util.tree_map(lambda x: stack_players(jnp.asarray(x)), obs)
+
+
+def stacked_space(space: Space, num_agents: int) -> Space:
+    """The space of :func:`stacked_observations` of observations in the per-player
+    ``space``: each ``Box`` reshaped by :func:`stack_players` with its dtype, and its
+    bounds repeated for every player in that player's places; a ``Discrete`` (a scalar
+    per player) becomes an integer ``Box(0, n - 1, (N,))``; a ``Dict`` entry by entry.
+    Computed on the host (numpy), so it may be called while tracing. Any other space is
+    a ``TypeError``: override ``global_observation_space`` (and ``global_observation``)."""
+    if isinstance(space, Dict):
+        return Dict({name: stacked_space(entry, num_agents) for name, entry in space.spaces.items()})
+    if isinstance(space, Discrete):
+        return Box(0, space.n - 1, (num_agents,), space.dtype)
+    if isinstance(space, Box):
+        every = (num_agents, *space.shape)
+        low = stack_players(np.broadcast_to(space.low, every))
+        high = stack_players(np.broadcast_to(space.high, every))
+        return Box(low, high, low.shape, space.dtype)
+    raise TypeError(
+        f"no default global observation space for {space!r} ({type(space).__name__}): override "
+        "global_observation_space and global_observation"
+    )
 
 
 def _check_storable(name: str, value: Any, default: Any) -> None:

@@ -54,6 +54,11 @@ class Wrapper:
         """Render through to the wrapped environment with its own part of the state."""
         return self._env.render(getattr(state, "env_state", state))
 
+    def global_observation(self, state: Any, params: EnvParams | None = None) -> Any:
+        """The wrapped environment's global observation of its own part of the state
+        (``global_observation_space`` is forwarded as it is)."""
+        return self._env.global_observation(getattr(state, "env_state", state), params)
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._env!r})"
 
@@ -206,6 +211,15 @@ class JaxMARLAdapter(Wrapper):
     def action_space(self, agent: str | None = None) -> Space:
         """The space of one agent's action (all agents share it)."""
         return self.action_spaces[self._agent(agent)]
+
+    def global_observation(self, state: Any) -> Any:
+        """The game's global observation (``Environment.global_observation``: what a
+        centralised critic sees, no agent axis) with this adapter's params."""
+        return self._env.global_observation(state, self.params)
+
+    def global_observation_space(self) -> Space:
+        """The space of :meth:`global_observation` with this adapter's params."""
+        return self._env.global_observation_space(self.params)
 
     def get_avail_actions(self, state: Any) -> dict[str, jax.Array]:
         """Every action is always available: ``{agent: (n,) bool}`` of ones."""

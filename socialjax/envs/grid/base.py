@@ -27,7 +27,10 @@ observation after step ``t + d``. A removed agent sees ``OUTSIDE`` in every cell
 
 Observation (``obs_mode="codes"``, the default): ``{"grid": (N, Vh, Vw) uint8,
 "ready_to_zap": (N,) uint8}``; ``obs_mode="rgb"`` replaces ``grid`` by
-``"rgb": (N, 8 Vh, 8 Vw, 3) uint8`` sprites.
+``"rgb": (N, 8 Vh, 8 Vw, 3) uint8`` sprites. The global observation (for centralised
+critics, :meth:`GridEnv.global_observation`) is the whole map instead of the views:
+``{"grid": (H, W) uint8, "ready_to_zap": (N,) uint8}`` (``"rgb": (8 H, 8 W, 3)`` with
+``obs_mode="rgb"``), plus a game's own per-player entries stacked over the players.
 
 ``info`` (per step, ``(N,)``): ``apples_eaten``, ``zaps_fired``, ``times_zapped``,
 ``cells_cleaned``, ``removed`` (bool: off the map after this step), plus
@@ -42,7 +45,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from socialjax.core.environment import Environment
+from socialjax.core.environment import Environment, stacked_observations, stacked_space
 from socialjax.core.params import EnvParams, param
 from socialjax.core.spaces import Box, Dict, Discrete
 from socialjax.envs.grid import constants as C
@@ -57,6 +60,8 @@ MIN_STEPS, END_INTERVAL, END_PROB, MAX_STEPS = 1000, 100, 0.15, 5000
 EPISODE_MODES = ("meltingpot", "fixed")
 MAX_AGENTS = (256 - C.AGENT_BASE) // 4  # agent codes must fit in a uint8
 OBS_MODES = ("codes", "rgb")
+#: the observation entries that are each player's egocentric view, one per obs mode
+VIEW_KEYS = ("grid", "rgb")
 
 
 @struct.dataclass
@@ -340,6 +345,50 @@ class GridEnv(Environment):
             out["grid"] = view
         return out
 
+    def global_observation(self, state: GridState, params=None) -> dict:
+        """The whole map, with who is where, and every player's own numbers (one game, no
+        agent axis):
+
+        - ``"grid": (H, W) uint8``: the map's codes with each present agent ``j`` drawn
+          as ``AGENT_BASE + 4 j + heading_j`` (absolute heading, 0 = N), i.e.
+          :func:`engine.world_codes`: the map :meth:`get_obs` cuts the egocentric views
+          from and :meth:`render` draws; a removed agent is not on it. With
+          ``obs_mode="rgb"`` it is ``"rgb": (8 H, 8 W, 3) uint8``, what :meth:`render`
+          draws (Melting Pot's ``WORLD.RGB``).
+        - every other entry of the observation (``"ready_to_zap"`` and a game's own, such
+          as an inventory) with its players stacked by
+          :func:`~socialjax.core.environment.stack_players`: ``"ready_to_zap": (N,)
+          uint8``, an inventory ``(N, K)`` becomes ``(N * K,)``, player 0's first.
+
+        The stacked entries are taken from :meth:`get_obs`, so a game that changes or adds
+        a per-player entry there (Coins' zero ``ready_to_zap``, an inventory) needs no
+        override here; under ``jit`` XLA drops the egocentric views computed there,
+        which nothing reads."""
+        params = self._resolve_params(params)
+        obs = self.get_obs(state, params)
+        out = stacked_observations({name: x for name, x in obs.items() if name not in VIEW_KEYS})
+        if self.obs_mode == "rgb":
+            out["rgb"] = self.render(state)
+        else:
+            out["grid"] = E.world_codes(state.cells, state.pos, state.heading, state.removed == 0)
+        return out
+
+    def global_observation_space(self, params=None) -> Dict:
+        """``Dict`` of ``"grid": Box(0, top, (H, W), uint8)`` (``top`` =
+        :func:`engine.top_code`, the largest code of the observation's ``grid`` too) or
+        ``"rgb": Box(0, 255, (8 H, 8 W, 3), uint8)``, and the other entries of
+        :meth:`observation_space` stacked by
+        :func:`~socialjax.core.environment.stacked_space` (``"ready_to_zap": Box(0, 1,
+        (N,), uint8)``, an inventory's bounds repeated for every player)."""
+        h, w = self.map.shape
+        own = {name: space for name, space in self.observation_space(params).spaces.items() if name not in VIEW_KEYS}
+        spaces = stacked_space(Dict(own), self.num_agents).spaces
+        if self.obs_mode == "rgb":
+            spaces["rgb"] = Box(0, 255, (R.SPRITE * h, R.SPRITE * w, 3), jnp.uint8)
+        else:
+            spaces["grid"] = Box(0, E.top_code(self.num_agents), (h, w), jnp.uint8)
+        return Dict(spaces)
+
     def render(self, state: GridState) -> jax.Array:
         """``(8 H, 8 W, 3) uint8`` image of the whole map (jittable, vmappable)."""
         world = E.world_codes(state.cells, state.pos, state.heading, state.removed == 0)
@@ -351,7 +400,7 @@ class GridEnv(Environment):
     def observation_space(self, params=None):
         ahead, behind, side = self.view
         vh, vw = ahead + behind + 1, 2 * side + 1
-        top = C.AGENT_BASE + 4 * self.num_agents - 1
+        top = E.top_code(self.num_agents)
         spaces = {"ready_to_zap": Box(0, 1, (), jnp.uint8)}
         if self.obs_mode == "rgb":
             spaces["rgb"] = Box(0, 255, (8 * vh, 8 * vw, 3), jnp.uint8)

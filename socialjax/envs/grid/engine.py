@@ -242,6 +242,13 @@ def world_codes(cells: jax.Array, pos: jax.Array, heading: jax.Array, present: j
     return cells.at[rows, pos[:, 1]].set(codes, mode="drop")
 
 
+def top_code(num_agents: int) -> int:
+    """The largest code :func:`world_codes` (and so an egocentric view) can hold with
+    ``num_agents`` agents: agent ``N - 1`` facing west, ``AGENT_BASE + 4 N - 1`` (every
+    terrain and object code lies below ``AGENT_BASE``)."""
+    return C.AGENT_BASE + 4 * num_agents - 1
+
+
 def egocentric_views(
     world: jax.Array, pos: jax.Array, heading: jax.Array, present: jax.Array, offsets: np.ndarray,
     torus: bool = False,
