@@ -52,6 +52,8 @@ class Reinforce:
     hparams = ("lr", "gamma", "ent_coef", "max_grad_norm")  # read from state.hparams (socialjax.agents.hparams)
     RECURRENT = False  # no recurrent core (TrainConfig rejects recurrent=True)
     ALIGNS = False  # prepare gives returns, not advantages for Advantage Alignment (aa_beta must be 0)
+    CENTRAL_CRITIC = False  # it sees its own observation (no global observation of the game)
+    VALUE_NORM = False  # no value head (TrainConfig rejects value_norm=True)
     # and its instance attributes: the loop carries an (M, 1) recurrent state that act passes through
     recurrent = False
     hidden_size = 1
@@ -100,6 +102,11 @@ class Reinforce:
         """Sampled actions ``(M,)``; no ``aux``: the update needs nothing but the rollout."""
         action = jax.random.categorical(key, self.log_policy(state.params, obs))
         return hidden, action.astype(jnp.int32), {}
+
+    def play(self, state: LearnerState, hidden, obs, reset, key):
+        """What a trained member plays outside training: the same sampled policy."""
+        hidden, action, _ = self.act(state, hidden, obs, reset, key, 1.0)
+        return hidden, action
 
     def greedy(self, state: LearnerState, hidden, obs, reset):
         return hidden, jnp.argmax(self.log_policy(state.params, obs), axis=-1).astype(jnp.int32)

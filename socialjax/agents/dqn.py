@@ -130,6 +130,17 @@ class ReplayBuffer:
 
 
 @struct.dataclass
+class TDBatch:
+    """What one gradient step regresses: :meth:`DQNLearner.q_taken` of ``obs`` and
+    ``action`` towards ``target`` ``(B,)`` (DQN: ``B`` transitions, ``obs`` ``(B, ...)``,
+    ``action`` ``(B,)``)."""
+
+    obs: Any
+    action: jax.Array
+    target: jax.Array  # (B,) float32, no gradient
+
+
+@struct.dataclass
 class DQNExtra:
     """What DQN keeps besides the online parameters: the target network's parameters,
     the replay buffer, and the number of ``update`` calls made so far."""
@@ -150,24 +161,31 @@ class DQNLearner:
 
     ``rollout_len`` (``T``) and ``seats`` (``M``) are the shape of the rollouts the
     member will be given: the replay buffer is allocated at :meth:`init` with static
-    shapes.
+    shapes. A gradient step regresses :meth:`q_taken` on a :meth:`sample` of the buffer;
+    VDN (:mod:`socialjax.agents.vdn`) is these two on whole games.
     """
 
     hparams = HPARAMS  # the Learner contract's names, read from state.hparams
     RECURRENT = False  # recurrent Q-learning is not implemented
     ALIGNS = False  # no advantages for Advantage Alignment
+    CENTRAL_CRITIC = False  # its observation is the seat's own
+    VALUE_NORM = False  # no value head to normalise
 
     @classmethod
     def from_config(cls, obs_space: Space, spec: EncoderSpec, num_actions: int, config, seats: int) -> DQNLearner:
         """The learner a :class:`~socialjax.train.TrainConfig` describes, for rollouts of
         ``config.rollout_len`` steps on ``seats`` seats per member."""
-        return cls(
-            obs_space, spec, num_actions, buffer_rollouts=config.buffer_rollouts,
-            updates_per_rollout=config.dqn_updates, batch_size=config.dqn_batch, n_step=config.n_step,
-            exploration=config.exploration, target_update_every=config.target_update_every,
-            anneal_lr=config.anneal_lr, rollout_len=config.rollout_len, seats=seats, hidden=config.hidden,
-            embed_dim=config.embed_dim, channels=config.channels, conv=resolve_conv(config.conv),
-            precision=config.precision,
+        return cls(obs_space, spec, num_actions, **cls.options(config, seats))
+
+    @classmethod
+    def options(cls, config, seats: int) -> dict[str, Any]:
+        """The constructor's keyword arguments that ``config`` sets."""
+        return dict(
+            buffer_rollouts=config.buffer_rollouts, updates_per_rollout=config.dqn_updates,
+            batch_size=config.dqn_batch, n_step=config.n_step, exploration=config.exploration,
+            target_update_every=config.target_update_every, anneal_lr=config.anneal_lr,
+            rollout_len=config.rollout_len, seats=seats, hidden=config.hidden, embed_dim=config.embed_dim,
+            channels=config.channels, conv=resolve_conv(config.conv), precision=config.precision,
         )
 
     def check_batch(self, config, seats: int) -> None:
@@ -262,6 +280,12 @@ class DQNLearner:
         hidden, q = self.net.apply(state.params, hidden, obs, reset)
         return hidden, jnp.argmax(q, axis=-1).astype(jnp.int32)
 
+    def play(self, state: LearnerState, hidden, obs, reset, key):
+        """``(hidden, action)``: ``act`` at the end of training (exploration at
+        ``eps_end``, or Boltzmann at ``temperature``)."""
+        hidden, action, _ = self.act(state, hidden, obs, reset, key, 1.0)
+        return hidden, action
+
     def act(self, state: LearnerState, hidden, obs, reset, key, progress):
         hidden, q = self.net.apply(state.params, hidden, obs, reset)
         h = state.hparams
@@ -291,20 +315,12 @@ class DQNLearner:
 
         def step(carry, key):
             params, opt_state = carry
-            k_slot, k_t, k_m = jax.random.split(key, 3)
-            n = self.batch_size
-            slot = jax.random.randint(k_slot, (n,), 0, buffer.size)
-            t = jax.random.randint(k_t, (n,), 0, self.rollout_len)
-            m = jax.random.randint(k_m, (n,), 0, self.seats)
-            target = self.targets(params, extra.target_params, buffer, slot, t, m, h["gamma"])
-            obs = jax.tree_util.tree_map(lambda x: x[slot, t, m], buffer.obs)
-            action = buffer.action[slot, t, m]
+            batch = self.sample(params, extra.target_params, buffer, key, h["gamma"])
 
             def loss_fn(params):
-                q = self.q_values(params, obs)
-                q_taken = jnp.take_along_axis(q, action[:, None], axis=-1)[:, 0]
-                loss = optax.huber_loss(q_taken, target, delta=1.0).mean()
-                return loss, {"loss": loss, "q_mean": q_taken.mean(), "target_mean": target.mean()}
+                q_taken = self.q_taken(params, batch.obs, batch.action)
+                loss = optax.huber_loss(q_taken, batch.target, delta=1.0).mean()
+                return loss, {"loss": loss, "q_mean": q_taken.mean(), "target_mean": batch.target.mean()}
 
             grads, stats = jax.grad(loss_fn, has_aux=True)(params)
             grads = clip_by_global_norm(grads, h["max_grad_norm"])
@@ -323,6 +339,28 @@ class DQNLearner:
         return state.replace(params=params, opt_state=opt_state, extra=extra), metrics
 
     # -- internals -----------------------------------------------------------------
+    def draw(self, buffer: ReplayBuffer, key: jax.Array, units: int) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """``batch_size`` uniform draws ``(slot, t, unit)`` (each ``(B,) int32``): a filled
+        slot of the buffer, a step of its rollout and one of ``units`` (DQN: the seats)."""
+        k_slot, k_t, k_unit = jax.random.split(key, 3)
+        n = self.batch_size
+        slot = jax.random.randint(k_slot, (n,), 0, buffer.size)
+        t = jax.random.randint(k_t, (n,), 0, self.rollout_len)
+        return slot, t, jax.random.randint(k_unit, (n,), 0, units)
+
+    def sample(self, params, target_params, buffer: ReplayBuffer, key: jax.Array, gamma) -> TDBatch:
+        """A gradient step's :class:`TDBatch`: ``batch_size`` stored transitions ``(slot, t,
+        m)`` and their n-step double-DQN targets (:meth:`targets`)."""
+        slot, t, m = self.draw(buffer, key, self.seats)
+        target = self.targets(params, target_params, buffer, slot, t, m, gamma)
+        obs = jax.tree_util.tree_map(lambda x: x[slot, t, m], buffer.obs)
+        return TDBatch(obs=obs, action=buffer.action[slot, t, m], target=target)
+
+    def q_taken(self, params, obs, action: jax.Array) -> jax.Array:
+        """``Q(obs, action)`` ``(B,)``: the Q-value of each transition's action."""
+        q = self.q_values(params, obs)
+        return jnp.take_along_axis(q, action[:, None], axis=-1)[:, 0]
+
     def store(self, buffer: ReplayBuffer, ro: Rollout) -> ReplayBuffer:
         """Write ``ro`` into slot ``ptr`` (overwriting the oldest rollout once full)."""
         i = buffer.ptr

@@ -67,6 +67,25 @@ HPARAMS: dict[str, HParam] = {
     "eps_decay": HParam(0.5, 0.0, 1.0, probability=True, doc="DQN: share of training over which epsilon decays"),
     "temperature": HParam(1.0, doc="DQN: Boltzmann exploration temperature"),
     "aa_beta": HParam(0.0, 0.0, None, doc="Advantage Alignment strength (actor-critic), at least 0; 0 = off"),
+    # IRAT (Wang et al. 2022): the clip ranges and KL weights that tie the individual and team
+    # policies, each moved linearly from its start to its end value over the first irat_anneal
+    # of training. Defaults: the authors' code (the IRAT repository's config): the individual
+    # policy's clip of pi/pi_team from 10 to 0.2, the team policy's clip of pi_team/pi from 0
+    # to 10; KL terms off (their use_kl_loss flags are off; weights 0 -> 1 individual, 1 -> 0 team).
+    "irat_idv_clip_start": HParam(10.0, doc="IRAT: clip range of the individual policy's ratio to the team policy, "
+                                           "at the start"),
+    "irat_idv_clip_end": HParam(0.2, doc="IRAT: that clip range at the end of the annealing"),
+    "irat_team_clip_start": HParam(0.0, doc="IRAT: clip range of the team policy's ratio to the individual "
+                                            "(behaviour) policy, at the start"),
+    "irat_team_clip_end": HParam(10.0, doc="IRAT: that clip range at the end of the annealing"),
+    "irat_idv_kl_start": HParam(0.0, doc="IRAT: weight of KL(team || individual) in the individual loss, at the "
+                                         "start (0 = off)"),
+    "irat_idv_kl_end": HParam(0.0, doc="IRAT: that weight at the end of the annealing"),
+    "irat_team_kl_start": HParam(0.0, doc="IRAT: weight of KL(individual || team) in the team loss, at the start "
+                                          "(0 = off)"),
+    "irat_team_kl_end": HParam(0.0, doc="IRAT: that weight at the end of the annealing"),
+    "irat_anneal": HParam(1.0, 0.0, 1.0, probability=True, doc="IRAT: share of training over which the clip "
+                                                                "ranges and KL weights move to their end values"),
     # reward shaping (TrainConfig.reward). Inequity aversion: alpha 5 and beta 0.05 as in
     # Hughes et al. 2018. SVO: a prosocial 45-degree target (McKee et al. 2020's
     # prosocial orientation) with weight 1, our default. Exchange: s = 1 is selfish.
@@ -79,6 +98,9 @@ HPARAMS: dict[str, HParam] = {
 
 ACTOR_CRITIC = ("lr", "gamma", "gae_lambda", "clip_eps", "ent_coef", "vf_coef", "max_grad_norm", "reward_scale")
 DQN = ("lr", "gamma", "max_grad_norm", "eps_start", "eps_end", "eps_decay", "temperature")
+IRAT_TIES = ("irat_idv_clip_start", "irat_idv_clip_end", "irat_team_clip_start", "irat_team_clip_end",
+             "irat_idv_kl_start", "irat_idv_kl_end", "irat_team_kl_start", "irat_team_kl_end", "irat_anneal")
+IRAT = ACTOR_CRITIC + IRAT_TIES
 # the hyperparameters each reward form of TrainConfig.reward reads (socialjax.train.rewards)
 SHAPING_BY_FORM = {
     "individual": (),

@@ -32,6 +32,10 @@ class Learner(Protocol):
     hparams: tuple[str, ...]  # the hyperparameters read from state.hparams (a class attribute)
     RECURRENT: bool  # the class supports a recurrent core
     ALIGNS: bool  # prepare gives advantages "adv" that Advantage Alignment may mix
+    # the seated loop gives it, on every seat, {"actor": own observation, "global": the game's
+    # global observation, "seat": (N,) one-hot} (socialjax.agents.mappo.central_space)
+    CENTRAL_CRITIC: bool
+    VALUE_NORM: bool  # reads TrainConfig.value_norm
     recurrent: bool
     hidden_size: int
 
@@ -51,6 +55,11 @@ class Learner(Protocol):
         """``(hidden, action (M,) int32, aux)``: sampled actions; ``aux`` is a dict of
         ``(M,)`` arrays the learner wants back in its :class:`Rollout` (PPO: value and
         log-probability)."""
+
+    def play(self, state: LearnerState, hidden, obs, reset, key: jax.Array) -> tuple[Any, jax.Array]:
+        """``(hidden, action (M,) int32)``: the policy a trained member plays outside
+        training (evaluation, cross-play, playback), sampled: ``act`` at the end of
+        training for most learners; IRAT's team policy."""
 
     def greedy(self, state: LearnerState, hidden, obs, reset) -> tuple[Any, jax.Array]:
         """``(hidden, action)``: the learner's best action, without exploration."""
@@ -85,6 +94,10 @@ class Rollout:
     ``action[t]`` (the environment then auto-reset, so ``obs[t + 1]`` is a first
     observation). ``hidden0`` is the recurrent state before step 0 and ``last_*`` the
     observation, reset flag and recurrent state after the last step (for bootstrapping).
+    ``reward`` is the seat's own reward in the config's form (shaped); ``team_reward`` is
+    the team's: the sum of the environment's rewards of the seat's game (what
+    ``TrainConfig(reward="common")`` gives every seat), which IRAT's team policy learns
+    from. ``None`` where a rollout is built without it (by hand, in tests).
     """
 
     obs: Any  # (T, M, ...)
@@ -97,6 +110,7 @@ class Rollout:
     last_obs: Any  # (M, ...)
     last_reset: jax.Array  # (M,) bool
     last_hidden: jax.Array  # (M, H)
+    team_reward: jax.Array | None = None  # (T, M) float32
 
 
 def clip_by_global_norm(grads: Any, max_norm: jax.Array) -> Any:

@@ -68,6 +68,8 @@ PRECISIONS = {"float32": jnp.float32, "bfloat16": jnp.bfloat16}
 HIGHEST = Precision.HIGHEST
 MAX_ONEHOT_CLASSES = 256  # integer features with more values than this are fed as floats
 COPLAYER = "coplayer"  # the key of the co-player view in an observation (TrainConfig.coplayer_id)
+# the keys of what a learner with a centralised critic sees on each seat (CentralActorCritic)
+ACTOR, GLOBAL, SEAT = "actor", "global", "seat"
 
 
 def resolve_conv(conv: str, backend: str | None = None) -> str:
@@ -97,7 +99,8 @@ class EncoderSpec:
     num_classes: tuple[int, ...] = ()  # onehot: classes per feature; cnn: (num_codes,) for code grids
     grid_key: str | None = None  # cnn: "grid" (codes) or "rgb"
     vector_keys: tuple[str, ...] = ("ready_to_zap",)  # cnn: the other entries, concatenated after the CNN
-    extra: int = 0  # floats of a "coplayer" view read beside the observation (0: none)
+    extra: int = 0  # floats read beside the observation (0: none): the co-player view, or a critic's seat
+    extra_key: str = COPLAYER  # where those floats are: obs[extra_key] beside obs["obs"]
 
 
 def encoder_spec(space: Space, kind: str = "auto") -> EncoderSpec:
@@ -155,7 +158,8 @@ class Encoder(nn.Module):
         spec = self.spec
         view = None
         if spec.extra:
-            view = obs[COPLAYER].astype(jnp.float32).reshape(obs[COPLAYER].shape[0], -1).astype(self.dtype)
+            extra = obs[spec.extra_key]
+            view = extra.astype(jnp.float32).reshape(extra.shape[0], -1).astype(self.dtype)
             obs = obs["obs"]
         if spec.kind in GRID_ENCODERS:
             if spec.grid_key == "grid":
@@ -312,6 +316,32 @@ class ActorCritic(_Network):
         return hidden, (logits.astype(jnp.float32), value[:, 0].astype(jnp.float32))
 
 
+class CentralActorCritic(_Network):
+    """An actor on the seat's own observation and a centralised critic on the game's
+    global observation (MAPPO, Yu et al. 2022). ``obs`` is ``{"actor": own observation,
+    "global": the game's global observation, "seat": (N,) one-hot of the seat in its
+    game}``. The actor is ``spec``'s encoder, the optional GRU and a policy head; the
+    critic is ``critic_spec``'s encoder of the global observation with the seat's one-hot
+    read beside it (``critic_spec.extra_key == "seat"``: one critic gives each seat its
+    own value, the agent-id conditioning of MAPPO's paper) and a value head; the critic
+    is feed-forward (the global observation is the state). Heads as in
+    :class:`ActorCritic`."""
+
+    critic_spec: EncoderSpec = EncoderSpec("mlp")
+
+    @nn.compact
+    def __call__(self, hidden, obs, reset):
+        hidden, x = _trunk(self, hidden, obs[ACTOR], reset)
+        dense = lambda n, init: nn.Dense(n, dtype=self.dtype, kernel_init=init)
+        init = _head_init(self)
+        logits = dense(self.num_actions, orthogonal(0.01))(nn.relu(dense(self.hidden, init)(x)))
+        critic = Encoder(self.critic_spec, self.hidden, self.embed_dim, self.channels, self.conv, self.dtype,
+                         name="Critic")
+        y = critic({"obs": obs[GLOBAL], SEAT: obs[SEAT]})
+        value = dense(1, orthogonal(1.0))(nn.relu(dense(self.hidden, init)(y)))
+        return hidden, (logits.astype(jnp.float32), value[:, 0].astype(jnp.float32))
+
+
 class QNetwork(_Network):
     """Encoder, optional GRU, one Q-value per action (float32 whatever the compute
     dtype)."""
@@ -321,6 +351,19 @@ class QNetwork(_Network):
         hidden, x = _trunk(self, hidden, obs, reset)
         q = nn.Dense(self.num_actions, dtype=self.dtype)(nn.relu(nn.Dense(self.hidden, dtype=self.dtype)(x)))
         return hidden, q.astype(jnp.float32)
+
+
+def critic_spec(global_space: Space, kind: str, num_seats: int) -> EncoderSpec:
+    """The encoder of a centralised critic: ``kind``'s encoder for the global observation
+    space, reading the seat's ``(num_seats,)`` one-hot beside it."""
+    return dataclasses.replace(encoder_spec(global_space, kind), extra=num_seats, extra_key=SEAT)
+
+
+def central_space(actor_space: Space, global_space: Space, num_seats: int) -> Dict:
+    """What a learner with a centralised critic observes on each seat: ``{"actor": the
+    seat's own observation, "global": the game's global observation, "seat": (N,)
+    one-hot of the seat in its game}``."""
+    return Dict({ACTOR: actor_space, GLOBAL: global_space, SEAT: Box(0.0, 1.0, (num_seats,), np.float32)})
 
 
 def hidden_size(net: ActorCritic | QNetwork) -> int:
@@ -345,13 +388,16 @@ def num_params(params: Any) -> int:
 
 __all__: Sequence[str] = (
     "ActorCritic",
+    "CentralActorCritic",
     "QNetwork",
     "Conv2D",
     "Encoder",
     "EncoderSpec",
     "GRUCore",
     "PatchConv",
+    "central_space",
     "compute_dtype",
+    "critic_spec",
     "encoder_spec",
     "resolve_conv",
     "hidden_size",

@@ -2,9 +2,10 @@
 and :func:`register_learner`. Each class carries what the population loop asks of it
 besides the :class:`~socialjax.agents.learner.Learner` contract: the hyperparameters it
 reads (``hparams``, declared in :mod:`socialjax.agents.hparams`), whether it can be
-recurrent (``RECURRENT``) and whether its ``prepare`` gives advantages that Advantage
-Alignment may mix (``ALIGNS``), its construction from a config (``from_config``) and the
-batch checks (``check_batch``).
+recurrent (``RECURRENT``), whether its ``prepare`` gives advantages that Advantage
+Alignment may mix (``ALIGNS``), whether it sees the game's global observation
+(``CENTRAL_CRITIC``), whether it reads ``TrainConfig.value_norm`` (``VALUE_NORM``), its
+construction from a config (``from_config``) and the batch checks (``check_batch``).
 
 The names are read when asked for (:func:`algos`), so a learner registered by user code
 is a valid ``TrainConfig.algo`` from then on (docs/architecture.md, "Adding a learner").
@@ -14,13 +15,17 @@ from __future__ import annotations
 
 from socialjax.agents import hparams as hp
 from socialjax.agents.dqn import DQNLearner
+from socialjax.agents.irat import IRATLearner
+from socialjax.agents.mappo import MAPPOLearner
 from socialjax.agents.ppo import ActorCriticLearner
+from socialjax.agents.vdn import VDNLearner
 
-LEARNERS: dict[str, type] = {"ppo": ActorCriticLearner, "a2c": ActorCriticLearner, "dqn": DQNLearner}
+LEARNERS: dict[str, type] = {"ppo": ActorCriticLearner, "a2c": ActorCriticLearner, "mappo": MAPPOLearner,
+                             "irat": IRATLearner, "dqn": DQNLearner, "vdn": VDNLearner}
 # what register_learner checks a class for (the Learner protocol's class-level part;
 # recurrent and hidden_size are set per instance)
-PROTOCOL_FLAGS = ("RECURRENT", "ALIGNS")
-PROTOCOL_METHODS = ("from_config", "check_batch", "init", "act", "greedy", "prepare", "update")
+PROTOCOL_FLAGS = ("RECURRENT", "ALIGNS", "CENTRAL_CRITIC", "VALUE_NORM")
+PROTOCOL_METHODS = ("from_config", "check_batch", "init", "act", "play", "greedy", "prepare", "update")
 
 
 def algos() -> tuple[str, ...]:
@@ -36,8 +41,8 @@ def learner_class(algo: str) -> type:
 
 
 def algos_where(flag: str) -> tuple[str, ...]:
-    """The names whose learner class has the class attribute ``flag`` true
-    (``"RECURRENT"``, ``"ALIGNS"``), for error messages."""
+    """The names whose learner class has the class attribute ``flag`` true (one of
+    :data:`PROTOCOL_FLAGS`), for error messages."""
     return tuple(name for name, cls in LEARNERS.items() if getattr(cls, flag))
 
 
@@ -45,7 +50,7 @@ def register_learner(name: str, cls: type) -> type:
     """Make ``cls`` the learner of ``TrainConfig(algo=name)``; returns ``cls``.
 
     ``ValueError`` for a name already taken, a class without the protocol's class
-    attributes (``hparams``, ``RECURRENT``, ``ALIGNS``) or methods, or a hyperparameter
+    attributes (``hparams`` and :data:`PROTOCOL_FLAGS`) or methods, or a hyperparameter
     not declared in :data:`socialjax.agents.hparams.HPARAMS` (each declared one is a
     ``TrainConfig`` field; fields are not added at run time)."""
     if not isinstance(name, str) or not name:

@@ -10,7 +10,7 @@ Fields come in three kinds:
   :func:`socialjax.train.run` vmaps over, one compiled call for the whole sweep;
 - population, selection and evaluation settings.
 
-Bool fields (``recurrent``, ``anneal_lr``, ``evaluate``, ``coplayer_id``) are parsed by
+Bool fields (``recurrent``, ``anneal_lr``, ``value_norm``, ``evaluate``, ``coplayer_id``) are parsed by
 :func:`socialjax.core.params.parse_bool`: ``"false"`` (from ``--set`` or a file) is
 False, ``"maybe"`` an error. Numbers must be finite.
 """
@@ -52,7 +52,7 @@ class TrainConfig:
     """
 
     # learner ------------------------------------------------------------------------
-    algo: str = "ppo"  # ppo | a2c | dqn, or a name given to register_learner (socialjax.agents.registry)
+    algo: str = "ppo"  # ppo | a2c | mappo | irat | dqn | vdn, or a name given to register_learner
     network: str = "auto"  # auto | mlp | onehot | cnn | cnn_sj (see socialjax.agents.networks)
     hidden: int = 64
     recurrent: bool = False  # GRU core (PPO/A2C)
@@ -67,6 +67,7 @@ class TrainConfig:
     update_epochs: int = 4
     num_minibatches: int = 4
     anneal_lr: bool = True
+    value_norm: bool = False  # actor-critic: the value head learns normalised returns (MAPPO's ValueNorm)
     # hyperparameters (float, or a sequence of floats to sweep) -----------------------
     lr: Any = hp.HPARAMS["lr"].field()
     gamma: Any = hp.HPARAMS["gamma"].field()
@@ -77,6 +78,16 @@ class TrainConfig:
     max_grad_norm: Any = hp.HPARAMS["max_grad_norm"].field()
     reward_scale: Any = hp.HPARAMS["reward_scale"].field()  # actor-critic: rewards x this before GAE
     aa_beta: Any = hp.HPARAMS["aa_beta"].field()  # Advantage Alignment strength (PPO/A2C); 0 = off
+    # IRAT (see socialjax.agents.irat) ------------------------------------------------------
+    irat_idv_clip_start: Any = hp.HPARAMS["irat_idv_clip_start"].field()
+    irat_idv_clip_end: Any = hp.HPARAMS["irat_idv_clip_end"].field()
+    irat_team_clip_start: Any = hp.HPARAMS["irat_team_clip_start"].field()
+    irat_team_clip_end: Any = hp.HPARAMS["irat_team_clip_end"].field()
+    irat_idv_kl_start: Any = hp.HPARAMS["irat_idv_kl_start"].field()
+    irat_idv_kl_end: Any = hp.HPARAMS["irat_idv_kl_end"].field()
+    irat_team_kl_start: Any = hp.HPARAMS["irat_team_kl_start"].field()
+    irat_team_kl_end: Any = hp.HPARAMS["irat_team_kl_end"].field()
+    irat_anneal: Any = hp.HPARAMS["irat_anneal"].field()
     # DQN ------------------------------------------------------------------------------
     eps_start: Any = hp.HPARAMS["eps_start"].field()
     eps_end: Any = hp.HPARAMS["eps_end"].field()
@@ -236,6 +247,8 @@ class TrainConfig:
         learner = learner_class(self.algo)
         if self.recurrent and not learner.RECURRENT:
             raise ValueError(f"recurrent=True is only supported by {' and '.join(algos_where('RECURRENT'))}")
+        if self.value_norm and not learner.VALUE_NORM:
+            raise ValueError(f"value_norm=True is only read by {' and '.join(algos_where('VALUE_NORM'))}")
         if not learner.ALIGNS and np.any(grid["aa_beta"] != 0):
             raise ValueError(f"aa_beta (Advantage Alignment) needs an actor-critic learner "
                              f"({' or '.join(algos_where('ALIGNS'))})")

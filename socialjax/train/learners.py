@@ -1,7 +1,9 @@
 """The learner a :class:`~socialjax.train.TrainConfig` describes, built for an
 environment: the class for ``config.algo`` comes from the registry
 (:func:`socialjax.agents.registry.learner_class`), the observation space (with the
-co-player view under ``coplayer_id``) and the action space from the environment. Training
+co-player view under ``coplayer_id``; for a learner with a centralised critic, with the
+game's global observation and the seat, :func:`~socialjax.agents.networks.central_space`)
+and the action space from the environment. Training
 (:mod:`socialjax.train.population`) and the evaluation of stored populations
 (:mod:`socialjax.train.evaluation`) both build their learner here.
 """
@@ -9,7 +11,7 @@ co-player view under ``coplayer_id``) and the action space from the environment.
 from __future__ import annotations
 
 from socialjax.agents.learner import Learner
-from socialjax.agents.networks import encoder_spec
+from socialjax.agents.networks import central_space, encoder_spec
 from socialjax.agents.registry import learner_class
 from socialjax.agents.scripted import make_scripted
 from socialjax.core.spaces import Discrete
@@ -29,6 +31,9 @@ def make_learner(env, config: TrainConfig, seats_per_learner: int, params=None) 
     action_space = env.action_space(params)
     if not isinstance(action_space, Discrete):
         raise ValueError(f"the learners need a Discrete action space; {env!r} has {action_space}")
-    spec = encoder_spec(space, config.network)
-    return learner_class(config.algo).from_config(space, spec, action_space.n, config, seats_per_learner)
+    spec = encoder_spec(space, config.network)  # the actor's
+    cls = learner_class(config.algo)
+    if cls.CENTRAL_CRITIC:
+        space = central_space(space, env.global_observation_space(params), env.num_agents)
+    return cls.from_config(space, spec, action_space.n, config, seats_per_learner)
 

@@ -21,6 +21,7 @@ from socialjax import metrics as social
 from socialjax.agents.learner import Rollout
 from socialjax.agents.ppo import advantage_alignment
 from socialjax.agents.scripted import Scripted, raw_reward
+from socialjax.agents.shaping import common_reward
 from socialjax.train.rewards import SeatShaping
 from socialjax.train.seated import Games, Seating, Table, act_and_step, coplayer_view, learner_obs, next_games
 from socialjax.train.seating import SeatPlan
@@ -77,7 +78,7 @@ def _train_step(table: Table, states, shaping: SeatShaping, h, progress_frac, ev
     def step(games: Games, key):
         key_act, key_script, key_env = jax.random.split(key, 3)
         out = act_and_step(table, states, games, key_act, key_script, jax.random.split(key_env, E),
-                           progress_frac=progress_frac)
+                           training=True, progress_frac=progress_frac)
         raw = raw_reward(out.info, out.reward)
         shaped, traces = shaping.shape(out.reward, games.traces, assign, h)
         acc, last, ended = jax.vmap(social.update)(games.acc, raw, out.done, out.info)
@@ -94,6 +95,7 @@ def _train_step(table: Table, states, shaping: SeatShaping, h, progress_frac, ev
             "reset": out.reset_l,
             "action": out.action,
             "reward": gather(shaped),
+            "team_reward": gather(common_reward(raw)),
             "done": gather(seat_done),
             "aux": out.aux,
             "seat_reward": raw,
@@ -124,11 +126,11 @@ def rollout(table: Table, states, games: Games, key: jax.Array, progress_frac, T
         reset=swap(rec["reset"]),
         action=swap(rec["action"]),
         reward=swap(rec["reward"]),
+        team_reward=swap(rec["team_reward"]),
         done=swap(rec["done"]),
         aux=jax.tree_util.tree_map(swap, rec["aux"]),
         hidden0=hidden0,
-        last_obs=jax.tree_util.tree_map(seats.gather, learner_obs(jax.tree_util.tree_map(_flat, games.obs),
-                                                                  table.seating.view)),
+        last_obs=learner_obs(table, games, jax.tree_util.tree_map(_flat, games.obs)),
         last_reset=seats.gather(_flat(games.reset)),
         last_hidden=seats.gather(games.hidden),
     )

@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from socialjax.agents.networks import COPLAYER
+from socialjax.agents.networks import ACTOR, COPLAYER, GLOBAL, SEAT
 from socialjax.agents.scripted import raw_reward, scripted_actions
 from socialjax.core.spaces import Box, Dict
 from socialjax.train.seating import LearnerSeats
@@ -89,9 +89,21 @@ def coplayer_view(members, first: int, seat_member: jax.Array, slots, num_seats:
     return jnp.concatenate(others, axis=-1).reshape(seat_member.shape[0], -1)
 
 
-def learner_obs(obs_flat, view: jax.Array | None):
-    """What a learner observes on each seat: the observation, with the view when given."""
-    return obs_flat if view is None else {"obs": obs_flat, COPLAYER: view}
+def learner_obs(table: Table, games: Games, obs_flat):
+    """What the learners observe on their seats ``(L, M, ...)``: each seat's observation
+    (``obs_flat``: ``games.obs`` with the games' and seats' axes merged), with the seating's
+    co-player view when it has one; for a learner with a centralised critic
+    (``CENTRAL_CRITIC``), inside ``{"actor": ..., "global": the game's global observation
+    (:meth:`~socialjax.core.environment.Environment.global_observation` of its state),
+    "seat": the seat's one-hot in its game}``."""
+    view = table.seating.view
+    obs = obs_flat if view is None else {"obs": obs_flat, COPLAYER: view}
+    if table.learner.CENTRAL_CRITIC:
+        E, N = table.seats.num_envs, table.seats.num_seats
+        world = jax.vmap(table.env.global_observation, in_axes=(0, None))(games.state, table.params)
+        obs = {ACTOR: obs, GLOBAL: jax.tree_util.tree_map(lambda x: jnp.repeat(x, N, axis=0), world),
+               SEAT: jnp.tile(jnp.eye(N, dtype=jnp.float32), (E, 1))}
+    return jax.tree_util.tree_map(table.seats.gather, obs)
 
 
 @struct.dataclass(kw_only=True)
@@ -152,25 +164,30 @@ class Table:
 
 
 def act_and_step(table: Table, states, games: Games, key_act: jax.Array, key_script: jax.Array,
-                 env_keys: jax.Array, *, progress_frac=1.0, greedy: bool = False) -> Acted:
+                 env_keys: jax.Array, *, training: bool = False, progress_frac=1.0, greedy: bool = False) -> Acted:
     """Learner ``i`` (``states[i]``) acts on its seats of ``table.seats`` with its
     recurrent state and episode starts from ``games``, sampling with ``split(key_act,
-    L)[i]`` (or ``greedy``); the scripted members act on the seats the seating gives
+    L)[i]``: while ``training`` with ``learner.act`` at ``progress_frac`` (its ``aux``
+    kept for the update), otherwise with ``learner.play`` (the policy a trained member
+    plays), or ``greedy``; the scripted members act on the seats the seating gives
     them (``key_script``); the ``E`` games step with ``env_keys`` ``(E,)``. The learners
-    see the seating's co-player ``view`` when it has one (``TrainConfig.coplayer_id``)."""
+    see what :func:`learner_obs` gives them."""
     seats, learner, seating = table.seats, table.learner, table.seating
     E, N, L = seats.num_envs, seats.num_seats, seats.num_learners
     obs_flat = jax.tree_util.tree_map(lambda x: x.reshape(E * N, *x.shape[2:]), games.obs)
-    obs_l = jax.tree_util.tree_map(seats.gather, learner_obs(obs_flat, seating.view))
+    obs_l = learner_obs(table, games, obs_flat)
     reset_l = seats.gather(games.reset.reshape(E * N))
     hidden_l = seats.gather(games.hidden)
+    keys = jax.random.split(key_act, L)
+    aux = None
     if greedy:
         hidden, action = jax.vmap(learner.greedy)(states, hidden_l, obs_l, reset_l)
-        aux = None
-    else:
+    elif training:
         hidden, action, aux = jax.vmap(learner.act, in_axes=(0, 0, 0, 0, 0, None))(
-            states, hidden_l, obs_l, reset_l, jax.random.split(key_act, L), progress_frac
+            states, hidden_l, obs_l, reset_l, keys, progress_frac
         )
+    else:
+        hidden, action = jax.vmap(learner.play)(states, hidden_l, obs_l, reset_l, keys)
     actions = seats.scatter(jnp.zeros((E * N,), jnp.int32), action)
     actions = scripted_actions(table.members, table.first, table.seat_member, seating.slots, obs_flat, key_script,
                                actions).reshape(E, N)

@@ -27,7 +27,8 @@ def test_every_sweepable_hyperparameter_is_declared_with_the_config_default():
 
 
 def test_probabilities_are_the_declared_unit_interval_ones():
-    assert set(PROBABILITIES) == {"gamma", "gae_lambda", "eps_start", "eps_end", "eps_decay", "self_interest"}
+    assert set(PROBABILITIES) == {"gamma", "gae_lambda", "eps_start", "eps_end", "eps_decay", "self_interest",
+                                  "irat_anneal"}
     for name in PROBABILITIES:
         assert (hparams.HPARAMS[name].low, hparams.HPARAMS[name].high) == (0.0, 1.0)
 

@@ -1,0 +1,194 @@
+"""IRAT (Wang et al. 2022, "Individual Reward Assisted Multi-Agent Reinforcement
+Learning", ICML): two policies per player, one learning from its own reward and one from
+the team's, each kept near the other by a clipped ratio.
+
+Per member (each seat it holds plays one player):
+
+- the **individual policy** ``pi`` and its critic ``V`` read the seat's own observation
+  and learn from the seat's reward (the config's reward form, by default the
+  environment's own); ``pi`` acts while training (the authors' code: the team policy
+  learns from the individual policy's actions);
+- the **team policy** ``pi_team`` reads the seat's own observation; its critic is
+  centralised (the game's global observation and the seat, as MAPPO's:
+  :class:`~socialjax.agents.networks.CentralActorCritic`) and learns the team reward, the
+  sum of the game's rewards (``Rollout.team_reward``). Evaluation, cross-play and
+  playback play the team policy (``play``, ``greedy``), the one IRAT trains for.
+
+With ``A`` the individual advantages and ``A_team`` the team's (GAE of each reward on its
+own critic, each normalised per minibatch), ``eta = pi(a)/pi_old(a)``, ``sigma =
+pi(a)/pi_team_old(a)`` and ``sigma_team = pi_team(a)/pi_old(a)`` (``a`` the action the
+individual policy took; ``_old`` the policies that acted, in the rollout)::
+
+    L_individual = -E[min(eta A, clip(eta, 1 +- clip_eps) A, clip(sigma, 1 +- eps_idv) A)]
+                   + kl_idv KL(pi_team_old || pi) - ent_coef H(pi) + vf_coef L_V
+    L_team       = -E[min(sigma_team A_team, clip(sigma_team, 1 +- eps_team) A_team)]
+                   + kl_team KL(pi_old || pi_team) - ent_coef H(pi_team) + vf_coef L_V_team
+
+with PPO's clipped value losses. The individual policy's third term stops it from
+moving further from the team policy than ``eps_idv`` allows where that would help its
+own reward; the team policy's clip keeps it within ``eps_team`` of the individual
+policy that collects its data. ``eps_idv`` (``irat_idv_clip_*``), ``eps_team``
+(``irat_team_clip_*``) and the KL weights (``irat_*_kl_*``) move linearly from their start
+to their end values over the first ``irat_anneal`` of training: by default the
+individual policy starts free (10) and ends tied to the team's (0.2), and the team policy
+starts tied to the individual's (0) and ends free (10), the defaults of the authors'
+code; the KL terms are off by default there, as here. Each network's gradients are
+clipped by global norm on their own; one Adam updates both.
+
+Feed-forward only (``RECURRENT = False``); no value normalisation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import distrax
+import jax
+import jax.numpy as jnp
+
+from socialjax.agents import hparams
+from socialjax.agents.learner import LearnerState, Rollout, adam, as_hparams, clip_by_global_norm
+from socialjax.agents.networks import (
+    ACTOR,
+    GLOBAL,
+    SEAT,
+    CentralActorCritic,
+    EncoderSpec,
+    critic_spec,
+    init_hidden,
+    sample_obs,
+)
+from socialjax.agents.ppo import ActorCriticLearner, clipped_surrogate, clipped_value_loss, gae, normalised
+from socialjax.core.spaces import Dict
+
+INDIVIDUAL, TEAM = "individual", "team"  # the two networks' parameters in LearnerState.params
+
+
+def scheduled(h: dict[str, jax.Array], name: str, progress) -> jax.Array:
+    """``irat_<name>_start`` moved linearly to ``irat_<name>_end`` over the first
+    ``irat_anneal`` of training (``progress`` in [0, 1]), then held."""
+    frac = jnp.clip(progress / jnp.maximum(h["irat_anneal"], 1e-8), 0.0, 1.0)
+    start, end = h[f"irat_{name}_start"], h[f"irat_{name}_end"]
+    return start + frac * (end - start)
+
+
+def kl(p_logits: jax.Array, q_logits: jax.Array) -> jax.Array:
+    """``KL(p || q)`` of categorical distributions given by logits, ``(B,)``."""
+    return distrax.Categorical(logits=p_logits).kl_divergence(distrax.Categorical(logits=q_logits))
+
+
+class IRATLearner(ActorCriticLearner):
+    """IRAT's two policies (see the module docstring) on the seated loop's centralised
+    observation (:func:`~socialjax.agents.networks.central_space`)."""
+
+    hparams = hparams.IRAT
+    RECURRENT = False  # two policies, each would need its own memory
+    ALIGNS = False  # two kinds of advantages; Advantage Alignment mixes one
+    CENTRAL_CRITIC = True  # the team critic sees the game's global observation
+    VALUE_NORM = False
+
+    @classmethod
+    def from_config(cls, obs_space: Dict, spec: EncoderSpec, num_actions: int, config, seats: int) -> IRATLearner:
+        critic = critic_spec(obs_space.spaces[GLOBAL], config.network, int(obs_space.spaces[SEAT].shape[0]))
+        return cls(obs_space, spec, num_actions, critic=critic, **{**cls.options(config), "algo": "ppo"})
+
+    def __init__(self, obs_space: Dict, spec: EncoderSpec, num_actions: int, *, critic: EncoderSpec, **options):
+        super().__init__(obs_space, spec, num_actions, **options)
+        sizes = dict(hidden=self.net.hidden, embed_dim=self.net.embed_dim, channels=self.net.channels,
+                     conv=self.net.conv, dtype=self.net.dtype)
+        self.team_net = CentralActorCritic(spec, num_actions, critic_spec=critic, **sizes)
+
+    # -- contract ------------------------------------------------------------------
+    def init(self, key: jax.Array, hparams: dict[str, Any]) -> LearnerState:
+        key_idv, key_team = jax.random.split(key)
+        obs, reset = sample_obs(self.obs_space, 1), jnp.zeros((1,), bool)
+        hidden = init_hidden(self.net, 1)
+        params = {INDIVIDUAL: self.net.init(key_idv, hidden, obs[ACTOR], reset),
+                  TEAM: self.team_net.init(key_team, hidden, obs, reset)}
+        return LearnerState(params=params, opt_state=adam().init(params), hparams=as_hparams(hparams), extra=())
+
+    def act(self, state: LearnerState, hidden, obs, reset, key, progress):
+        logits, value, team_logits, team_value = self._both(state.params, hidden, obs, reset)
+        pi = distrax.Categorical(logits=logits)
+        action = pi.sample(seed=key)
+        aux = {"value": value, "logp": pi.log_prob(action), "logits": logits, "team_value": team_value,
+               "team_logp": distrax.Categorical(logits=team_logits).log_prob(action), "team_logits": team_logits}
+        return hidden, action.astype(jnp.int32), aux
+
+    def play(self, state: LearnerState, hidden, obs, reset, key):
+        """``(hidden, action)``: sampled from the team policy, the one IRAT trains for."""
+        _, (team_logits, _) = self.team_net.apply(state.params[TEAM], hidden, obs, reset)
+        return hidden, distrax.Categorical(logits=team_logits).sample(seed=key).astype(jnp.int32)
+
+    def greedy(self, state: LearnerState, hidden, obs, reset):
+        """``(hidden, action)``: the team policy's most likely action."""
+        _, (team_logits, _) = self.team_net.apply(state.params[TEAM], hidden, obs, reset)
+        return hidden, jnp.argmax(team_logits, axis=-1).astype(jnp.int32)
+
+    def prepare(self, state: LearnerState, ro: Rollout, hparams=None) -> dict[str, jax.Array]:
+        """GAE of the seat's reward on the individual critic and of the team reward on the
+        team critic."""
+        h = state.hparams if hparams is None else hparams
+        _, last_value, _, last_team_value = self._both(state.params, ro.last_hidden, ro.last_obs, ro.last_reset)
+        adv, target = gae(ro.reward * h["reward_scale"], ro.aux["value"], ro.done, last_value, h["gamma"],
+                          h["gae_lambda"])
+        team_adv, team_target = gae(ro.team_reward * h["reward_scale"], ro.aux["team_value"], ro.done,
+                                    last_team_value, h["gamma"], h["gae_lambda"])
+        return {"adv": adv, "target": target, "team_adv": team_adv, "team_target": team_target}
+
+    # -- internals -----------------------------------------------------------------
+    def _both(self, params, hidden, obs, reset):
+        """``(logits, value, team_logits, team_value)`` of both networks."""
+        _, (logits, value) = self.net.apply(params[INDIVIDUAL], hidden, obs[ACTOR], reset)
+        _, (team_logits, team_value) = self.team_net.apply(params[TEAM], hidden, obs, reset)
+        return logits, value, team_logits, team_value
+
+    def _batch(self, state: LearnerState, ro: Rollout, prep: dict[str, jax.Array]) -> tuple[dict, Any]:
+        batch = {"obs": ro.obs, "reset": ro.reset, "action": ro.action, **ro.aux, **prep}
+        return batch, state.extra
+
+    def _loss(self, params, mb, h, progress):
+        B = mb["action"].shape[0]
+        logits, value, team_logits, team_value = self._both(params, init_hidden(self.net, B), mb["obs"], mb["reset"])
+        pi, pi_team = distrax.Categorical(logits=logits), distrax.Categorical(logits=team_logits)
+        logp, team_logp = pi.log_prob(mb["action"]), pi_team.log_prob(mb["action"])
+        eps_idv, eps_team = scheduled(h, "idv_clip", progress), scheduled(h, "team_clip", progress)
+        kl_idv, kl_team = scheduled(h, "idv_kl", progress), scheduled(h, "team_kl", progress)
+
+        adv = normalised(mb["adv"])
+        eta = jnp.exp(logp - mb["logp"])
+        sigma = jnp.exp(logp - mb["team_logp"])
+        tied = jnp.clip(sigma, 1.0 - eps_idv, 1.0 + eps_idv) * adv
+        ppo = jnp.minimum(eta * adv, jnp.clip(eta, 1.0 - h["clip_eps"], 1.0 + h["clip_eps"]) * adv)
+        policy_loss = -jnp.minimum(ppo, tied).mean()
+        idv_kl = kl(mb["team_logits"], logits).mean()
+        value_loss = clipped_value_loss(value, mb["value"], mb["target"], h["clip_eps"])
+        entropy = pi.entropy().mean()
+        idv_loss = policy_loss + kl_idv * idv_kl - h["ent_coef"] * entropy + h["vf_coef"] * value_loss
+
+        team_adv = normalised(mb["team_adv"])
+        sigma_team = jnp.exp(team_logp - mb["logp"])
+        team_policy_loss = clipped_surrogate(sigma_team, team_adv, eps_team)
+        team_kl = kl(mb["logits"], team_logits).mean()
+        team_value_loss = clipped_value_loss(team_value, mb["team_value"], mb["team_target"], h["clip_eps"])
+        team_entropy = pi_team.entropy().mean()
+        team_loss = team_policy_loss + kl_team * team_kl - h["ent_coef"] * team_entropy + h["vf_coef"] * team_value_loss
+
+        loss = idv_loss + team_loss
+        return loss, {
+            "loss": loss,
+            "policy_loss": policy_loss,
+            "value_loss": value_loss,
+            "entropy": entropy,
+            "idv_kl": idv_kl,
+            "team_policy_loss": team_policy_loss,
+            "team_value_loss": team_value_loss,
+            "team_entropy": team_entropy,
+            "team_kl": team_kl,
+            "idv_clip": eps_idv,
+            "team_clip": eps_team,
+        }
+
+    def _clip(self, grads, h):
+        """Each network's gradients clipped by global norm on their own."""
+        return {name: clip_by_global_norm(g, h["max_grad_norm"]) for name, g in grads.items()}
