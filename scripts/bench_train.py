@@ -73,7 +73,9 @@ from socialjax.train import rollout as loop
 from socialjax.train.devices import compile_blocks, device_program, lay_out, place_blocks
 from socialjax.train.presets import get_preset
 
-WHICH = ("cleanup", "cleanup_cpu", "ipd", "loop", "single", "cost")
+WHICH = ("cleanup", "cleanup_cpu", "learners", "ipd", "loop", "single", "cost")
+# the learners `--which learners` compares on Clean Up's reproduce cpu scale (one shared network)
+LEARNER_ALGOS = ("ppo", "mappo", "irat", "vdn")
 
 # NVIDIA H100 SXM5 datasheet peaks (dense, no sparsity), for the lower bounds of ``cost``
 H100_FP32_FLOPS = 67e12
@@ -170,6 +172,33 @@ def bench_cleanup_cpu(args) -> list[dict]:
           flush=True)
     times = timed(call, args.repeats, not args.no_warmup)
     return [row(f"IPPO cleanup, reproduce cpu scale, {n} seed(s)", env, config, n, times, comp, describe(config))]
+
+
+def bench_learners(args) -> list[dict]:
+    """Each learner of :data:`LEARNER_ALGOS` on Clean Up's reproduce cpu scale (one seed, one
+    network shared by the seats, ``--updates`` updates per call; VDN with the DQN learner's
+    defaults for its buffer and gradient steps), timed one after another, ``--repeats`` rounds
+    alternating the learners so that a change of load touches every one alike."""
+    env = sj.make("cleanup_ssd", **cleanup_scales.CPU_ENV_OPTIONS)
+    programs = {}
+    for algo in LEARNER_ALGOS:
+        overrides = dict(cleanup_scales.CPU_IPPO, algo=algo, num_updates=args.updates, log_every=0)
+        overrides.update(config_overrides(args.overrides))
+        config = TrainConfig().replace(**overrides)
+        train = jax.jit(make_train(env, config))
+        key = run_keys([0])[0]
+        program, comp = compiled(train, key)
+        print(f"{algo}: compiled in {comp:.1f}s", file=sys.stderr, flush=True)
+        if not args.no_warmup:
+            jax.block_until_ready(program(key))
+        programs[algo] = (config, program, key, comp, [])
+    for _ in range(args.repeats):
+        for config, program, key, _, times in programs.values():
+            t0 = time.perf_counter()
+            jax.block_until_ready(program(key))
+            times.append(time.perf_counter() - t0)
+    return [row(f"{algo} cleanup, reproduce cpu scale", env, config, 1, times, comp, describe(config))
+            for algo, (config, _, _, comp, times) in programs.items()]
 
 
 def describe(config: TrainConfig) -> str:
@@ -413,7 +442,7 @@ def main(argv: list[str] | None = None) -> int:
             costs += bench_cost(args)
             continue
         bench = {"cleanup": bench_cleanup, "cleanup_cpu": bench_cleanup_cpu, "ipd": bench_ipd, "loop": bench_loop,
-                 "single": bench_single}
+                 "single": bench_single, "learners": bench_learners}
         rows += bench[w](args)
     end_load = os.getloadavg()
     print(markdown(rows, command, device, load) if rows else f"command: `{command}`\ndevice: {device}")

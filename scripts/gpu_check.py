@@ -21,6 +21,8 @@ holds what the parts printed. The parts, in the order they run:
   seats with our CNN in float32 and bfloat16, with SocialJax's CNN, and the 7-learner
   ``cleanup-ippo-paper`` preset: compile s, seconds per update and its split into the
   rollout (compiled and timed alone) and the rest (learning), env-steps/s, peak memory.
+  Not by default: ``train-shared-cnn-looped`` (the CPU's convolution), ``train-mappo`` and
+  ``train-irat`` (the other baselines, one shared network, at the same batch).
 - ``peer-env``, ``peer-train`` (only with ``--peer DIR``, a SocialJax checkout): their
   ``clean_up`` at the same batch sizes and their ``ippo_cnn_cleanup`` training loop at the
   same configuration, timed the same way (``scripts/peer_socialjax.py``).
@@ -105,6 +107,8 @@ PARTS = (
     Part("train-shared-cnn_sj", 50),
     Part("train-paper-preset", 50),
     Part("train-shared-cnn-looped", 50, default=False),  # conv="looped" (the CPU's choice) timed on a GPU
+    Part("train-mappo", 60, default=False),  # the baselines beside IPPO (issue 29)
+    Part("train-irat", 70, default=False),
     Part("peer-env", 60, needs_peer=True),
     Part("peer-train", 70, needs_peer=True),
     Part("sweep", 90),
@@ -130,6 +134,9 @@ TRAIN_VARIANTS = {
     "train-shared-cnn_sj": dict(seating="shared", network="cnn_sj", precision="float32"),
     "train-paper-preset": {},
     "train-shared-cnn-looped": dict(seating="shared", network="cnn", precision="float32", conv="looped"),
+    # the other baselines at the same batch (socialjax.reproduce.baselines' gpu scale)
+    "train-mappo": dict(seating="shared", network="cnn", precision="float32", algo="mappo", reward="common"),
+    "train-irat": dict(seating="shared", network="cnn", precision="float32", algo="irat"),
 }
 TIMED_CALLS = 2  # after one untimed call
 # (c) the sweep
@@ -196,7 +203,7 @@ def worker_train(row, tiny: bool, part: str, **_):
     state = jax.jit(train.init)(key)
     update = jax.jit(lambda s: train.updates(s, 0, length=1))
     update_program, update_compile = compiled(update, state)
-    describe = dict(seating=config.seating, network=config.network, conv=resolve_conv(config.conv),
+    describe = dict(algo=config.algo, seating=config.seating, network=config.network, conv=resolve_conv(config.conv),
                     precision=config.precision, learners=train.plan.num_learners, num_envs=config.num_envs,
                     rollout_len=config.rollout_len, update_epochs=config.update_epochs,
                     num_minibatches=config.num_minibatches)
@@ -350,6 +357,7 @@ def worker_reproduce(row, tiny: bool, part: str, out: str, **_):
 WORKERS: dict[str, Callable] = {
     "envs": worker_envs, "train-shared-cnn": worker_train, "train-shared-cnn-bf16": worker_train,
     "train-shared-cnn_sj": worker_train, "train-paper-preset": worker_train, "train-shared-cnn-looped": worker_train,
+    "train-mappo": worker_train, "train-irat": worker_train,
     "sweep": worker_sweep,
     "determinism": worker_determinism, "profile": worker_profile,
     **{f"reproduce-{name}": worker_reproduce for name in GPU_ENTRIES},
@@ -551,12 +559,13 @@ def _table_envs(rows):
 
 
 def _table_train(rows):
-    out = ["", "| seating / network / conv / precision | learners | games x steps | epochs x minibatches | "
+    out = ["", "| algo / seating / network / conv / precision | learners | games x steps | epochs x minibatches | "
            "env-steps/s | s per update | rollout s | rest (learning) s | compile s (update; rollout) | "
            "peak memory MiB | planned MiB |", "|---|---:|---|---|---:|---:|---:|---:|---|---:|---:|"]
     timed = [r for r in rows if r.get("stage") == "timed"]
     for r in timed or rows[:1]:  # the update compiled but not timed: its compile time alone
-        what = (f"| {r['seating']} / {r['network']} / {r['conv']} / {r['precision']} | {r['learners']} | "
+        what = (f"| {r.get('algo', 'ppo')} / {r['seating']} / {r['network']} / {r['conv']} / {r['precision']} | "
+                f"{r['learners']} | "
                 f"{r['num_envs']} x {r['rollout_len']} | {r['update_epochs']} x {r['num_minibatches']} | ")
         if r.get("stage") != "timed":
             out.append(what + f"not timed | | | | {r['compile_s']:.1f} | | {_mib(r.get('planned_bytes'))} |")
@@ -643,7 +652,8 @@ def _table_generic(rows):
 
 
 TABLES = {"envs": _table_envs, "train-shared-cnn": _table_train, "train-shared-cnn-bf16": _table_train,
-          "train-shared-cnn_sj": _table_train, "train-paper-preset": _table_train, "peer-env": _table_peer,
+          "train-shared-cnn_sj": _table_train, "train-paper-preset": _table_train, "train-mappo": _table_train,
+          "train-irat": _table_train, "train-shared-cnn-looped": _table_train, "peer-env": _table_peer,
           "peer-train": _table_peer, "sweep": _table_sweep, "determinism": _table_determinism,
           "profile": _table_profile, "tests": _table_tests,
           **{f"reproduce-{name}": _table_reproduce for name in GPU_ENTRIES}}
