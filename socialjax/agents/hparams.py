@@ -69,20 +69,20 @@ HPARAMS: dict[str, HParam] = {
     "aa_beta": HParam(0.0, 0.0, None, doc="Advantage Alignment strength (actor-critic), at least 0; 0 = off"),
     # IRAT (Wang et al. 2022): the clip ranges and KL weights that tie the individual and team
     # policies, each moved linearly from its start to its end value over the first irat_anneal
-    # of training. Defaults: the authors' code (the IRAT repository's config): the individual
-    # policy's clip of pi/pi_team from 10 to 0.2, the team policy's clip of pi_team/pi from 0
-    # to 10; KL terms off (their use_kl_loss flags are off; weights 0 -> 1 individual, 1 -> 0 team).
-    "irat_idv_clip_start": HParam(10.0, doc="IRAT: clip range of the individual policy's ratio to the team policy, "
-                                           "at the start"),
-    "irat_idv_clip_end": HParam(0.2, doc="IRAT: that clip range at the end of the annealing"),
-    "irat_team_clip_start": HParam(0.0, doc="IRAT: clip range of the team policy's ratio to the individual "
+    # of training. Defaults: the authors' training scripts for MPE predator-prey and attack
+    # (github.com/MDrW/ICML2022-IRAT): the individual policy's clip around the team policy
+    # from 3.0 to 0.5, the team policy's clip 0.2 throughout, KL weights 0 -> 1 (individual)
+    # and 1 -> 0 (team), each over the whole run.
+    "irat_idv_clip_start": HParam(3.0, doc="IRAT: clip range of the individual policy's ratio to the team policy, "
+                                          "at the start"),
+    "irat_idv_clip_end": HParam(0.5, doc="IRAT: that clip range at the end of the annealing"),
+    "irat_team_clip_start": HParam(0.2, doc="IRAT: clip range of the team policy's ratio to the individual "
                                             "(behaviour) policy, at the start"),
-    "irat_team_clip_end": HParam(10.0, doc="IRAT: that clip range at the end of the annealing"),
+    "irat_team_clip_end": HParam(0.2, doc="IRAT: that clip range at the end of the annealing"),
     "irat_idv_kl_start": HParam(0.0, doc="IRAT: weight of KL(team || individual) in the individual loss, at the "
-                                         "start (0 = off)"),
-    "irat_idv_kl_end": HParam(0.0, doc="IRAT: that weight at the end of the annealing"),
-    "irat_team_kl_start": HParam(0.0, doc="IRAT: weight of KL(individual || team) in the team loss, at the start "
-                                          "(0 = off)"),
+                                         "start"),
+    "irat_idv_kl_end": HParam(1.0, doc="IRAT: that weight at the end of the annealing"),
+    "irat_team_kl_start": HParam(1.0, doc="IRAT: weight of KL(individual || team) in the team loss, at the start"),
     "irat_team_kl_end": HParam(0.0, doc="IRAT: that weight at the end of the annealing"),
     "irat_anneal": HParam(1.0, 0.0, 1.0, probability=True, doc="IRAT: share of training over which the clip "
                                                                 "ranges and KL weights move to their end values"),

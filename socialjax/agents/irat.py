@@ -1,39 +1,45 @@
 """IRAT (Wang et al. 2022, "Individual Reward Assisted Multi-Agent Reinforcement
 Learning", ICML): two policies per player, one learning from its own reward and one from
-the team's, each kept near the other by a clipped ratio.
+the team's, each kept near the other.
 
-Per member (each seat it holds plays one player):
+Per member (each seat it holds plays one player), as in the authors' code
+(github.com/MDrW/ICML2022-IRAT, the trainer its published scripts run):
 
-- the **individual policy** ``pi`` and its critic ``V`` read the seat's own observation
-  and learn from the seat's reward (the config's reward form, by default the
-  environment's own); ``pi`` acts while training (the authors' code: the team policy
-  learns from the individual policy's actions);
-- the **team policy** ``pi_team`` reads the seat's own observation; its critic is
-  centralised (the game's global observation and the seat, as MAPPO's:
-  :class:`~socialjax.agents.networks.CentralActorCritic`) and learns the team reward, the
-  sum of the game's rewards (``Rollout.team_reward``). Evaluation, cross-play and
-  playback play the team policy (``play``, ``greedy``), the one IRAT trains for.
+- the **individual policy** ``pi`` learns from the seat's reward (the config's reward
+  form, by default the environment's own); it acts while training;
+- the **team policy** ``pi_team`` learns the team reward from the individual policy's
+  actions: the sum of the game's rewards (``Rollout.team_reward``; the authors use a
+  task's own sparse team reward where it has one and the sum otherwise). Evaluation,
+  cross-play and playback play the team policy (``play``, ``greedy``), the one IRAT
+  trains for.
 
-With ``A`` the individual advantages and ``A_team`` the team's (GAE of each reward on its
-own critic, each normalised per minibatch), ``eta = pi(a)/pi_old(a)``, ``sigma =
-pi(a)/pi_team_old(a)`` and ``sigma_team = pi_team(a)/pi_old(a)`` (``a`` the action the
-individual policy took; ``_old`` the policies that acted, in the rollout)::
+Both policies read the seat's own observation; both critics are centralised (the game's
+global observation and the seat, as MAPPO's:
+:class:`~socialjax.agents.networks.CentralActorCritic`). With ``A`` the individual
+advantages and ``A_team`` the team's (GAE of each reward on its own critic, normalised
+per minibatch), ``eta = pi(a)/pi_old(a)``, ``sigma = pi(a)/pi_team_old(a)`` and
+``sigma_team = pi_team(a)/pi_old(a)`` (``a`` the action the individual policy took;
+``_old`` the policies as they were in the rollout), the individual policy maximises::
 
-    L_individual = -E[min(eta A, clip(eta, 1 +- clip_eps) A, clip(sigma, 1 +- eps_idv) A)]
-                   + kl_idv KL(pi_team_old || pi) - ent_coef H(pi) + vf_coef L_V
-    L_team       = -E[min(sigma_team A_team, clip(sigma_team, 1 +- eps_team) A_team)]
-                   + kl_team KL(pi_old || pi_team) - ent_coef H(pi_team) + vf_coef L_V_team
+    P = min(eta A, clip(eta, 1 +- clip_eps) A)          (PPO)
+    D = clip(sigma, 1 +- eps_idv) A                      (the discrepancy term)
+    J_individual = E[min(P, D) where sigma >= 1, max(P, D) where sigma < 1]
+                   - kl_idv KL(pi_team_old || pi) + ent_coef H(pi) - vf_coef L_V
 
-with PPO's clipped value losses. The individual policy's third term stops it from
-moving further from the team policy than ``eps_idv`` allows where that would help its
-own reward; the team policy's clip keeps it within ``eps_team`` of the individual
-policy that collects its data. ``eps_idv`` (``irat_idv_clip_*``), ``eps_team``
-(``irat_team_clip_*``) and the KL weights (``irat_*_kl_*``) move linearly from their start
-to their end values over the first ``irat_anneal`` of training: by default the
-individual policy starts free (10) and ends tied to the team's (0.2), and the team policy
-starts tied to the individual's (0) and ends free (10), the defaults of the authors'
-code; the KL terms are off by default there, as here. Each network's gradients are
-clipped by global norm on their own; one Adam updates both.
+so no update moves ``pi(a)`` further than a factor ``1 +- eps_idv`` from the team
+policy's (a trust region around the team policy), and the team policy maximises::
+
+    J_team = E[min(sigma_team A_team, clip(sigma_team, 1 +- eps_team) A_team)]
+             - kl_team KL(pi_old || pi_team) + ent_coef H(pi_team) - vf_coef L_V_team
+
+with PPO's clipped value losses (``clip_eps``). ``eps_idv`` (``irat_idv_clip_*``),
+``eps_team`` (``irat_team_clip_*``) and the KL weights (``irat_idv_kl_*``,
+``irat_team_kl_*``) move linearly from their start to their end values over the first
+``irat_anneal`` of training; the defaults are the authors' scripts' for MPE
+predator-prey: ``eps_idv`` 3.0 -> 0.5 (the individual policy is held ever closer to the
+team's), ``eps_team`` 0.2, ``kl_idv`` 0 -> 1, ``kl_team`` 1 -> 0 (the team policy starts
+near the individual one and is freed). Each network's gradients are clipped by global
+norm on their own; one Adam updates both.
 
 Feed-forward only (``RECURRENT = False``); no value normalisation.
 """
@@ -49,7 +55,6 @@ import jax.numpy as jnp
 from socialjax.agents import hparams
 from socialjax.agents.learner import LearnerState, Rollout, adam, as_hparams, clip_by_global_norm
 from socialjax.agents.networks import (
-    ACTOR,
     GLOBAL,
     SEAT,
     CentralActorCritic,
@@ -93,17 +98,19 @@ class IRATLearner(ActorCriticLearner):
         return cls(obs_space, spec, num_actions, critic=critic, **{**cls.options(config), "algo": "ppo"})
 
     def __init__(self, obs_space: Dict, spec: EncoderSpec, num_actions: int, *, critic: EncoderSpec, **options):
+        self.critic = critic  # read by network(), which the base class's __init__ calls
         super().__init__(obs_space, spec, num_actions, **options)
-        sizes = dict(hidden=self.net.hidden, embed_dim=self.net.embed_dim, channels=self.net.channels,
-                     conv=self.net.conv, dtype=self.net.dtype)
-        self.team_net = CentralActorCritic(spec, num_actions, critic_spec=critic, **sizes)
+        self.team_net = self.net  # the same architecture; the two have their own parameters
+
+    def network(self, spec: EncoderSpec, num_actions: int, **sizes) -> CentralActorCritic:
+        return CentralActorCritic(spec, num_actions, critic_spec=self.critic, **sizes)
 
     # -- contract ------------------------------------------------------------------
     def init(self, key: jax.Array, hparams: dict[str, Any]) -> LearnerState:
         key_idv, key_team = jax.random.split(key)
         obs, reset = sample_obs(self.obs_space, 1), jnp.zeros((1,), bool)
         hidden = init_hidden(self.net, 1)
-        params = {INDIVIDUAL: self.net.init(key_idv, hidden, obs[ACTOR], reset),
+        params = {INDIVIDUAL: self.net.init(key_idv, hidden, obs, reset),
                   TEAM: self.team_net.init(key_team, hidden, obs, reset)}
         return LearnerState(params=params, opt_state=adam().init(params), hparams=as_hparams(hparams), extra=())
 
@@ -139,7 +146,7 @@ class IRATLearner(ActorCriticLearner):
     # -- internals -----------------------------------------------------------------
     def _both(self, params, hidden, obs, reset):
         """``(logits, value, team_logits, team_value)`` of both networks."""
-        _, (logits, value) = self.net.apply(params[INDIVIDUAL], hidden, obs[ACTOR], reset)
+        _, (logits, value) = self.net.apply(params[INDIVIDUAL], hidden, obs, reset)
         _, (team_logits, team_value) = self.team_net.apply(params[TEAM], hidden, obs, reset)
         return logits, value, team_logits, team_value
 
@@ -158,9 +165,10 @@ class IRATLearner(ActorCriticLearner):
         adv = normalised(mb["adv"])
         eta = jnp.exp(logp - mb["logp"])
         sigma = jnp.exp(logp - mb["team_logp"])
-        tied = jnp.clip(sigma, 1.0 - eps_idv, 1.0 + eps_idv) * adv
         ppo = jnp.minimum(eta * adv, jnp.clip(eta, 1.0 - h["clip_eps"], 1.0 + h["clip_eps"]) * adv)
-        policy_loss = -jnp.minimum(ppo, tied).mean()
+        tied = jnp.clip(sigma, 1.0 - eps_idv, 1.0 + eps_idv) * adv
+        above = jax.lax.stop_gradient(sigma) >= 1.0  # which side of the team policy pi(a) is on
+        policy_loss = -jnp.where(above, jnp.minimum(ppo, tied), jnp.maximum(ppo, tied)).mean()
         idv_kl = kl(mb["team_logits"], logits).mean()
         value_loss = clipped_value_loss(value, mb["value"], mb["target"], h["clip_eps"])
         entropy = pi.entropy().mean()
