@@ -95,7 +95,7 @@ class Part:
 # the entries of ``socialjax reproduce`` with a ``gpu`` scale (the gridworlds; a test checks the
 # list against the entries, which this process does not import)
 GPU_ENTRIES = ("cleanup-reward", "harvest-reward", "inequity-aversion", "schelling", "commons-metrics",
-               "gathering-scarcity")
+               "gathering-scarcity", "baselines")
 REPRODUCE_FILES = ("figure.png", "table.csv", "summary.txt", "reproduction.json")
 
 PARTS = (

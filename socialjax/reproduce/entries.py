@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from socialjax.core.registry import unknown_name
+from socialjax.reproduce.baselines import BASELINES
 from socialjax.reproduce.commons import COMMONS_METRICS
 from socialjax.reproduce.commons_institutions import COMMONS_INSTITUTIONS
 from socialjax.reproduce.core import Entry
@@ -21,7 +22,7 @@ from socialjax.reproduce.weis import WEIS_INCONTEXT
 ENTRIES: dict[str, Entry] = {e.name: e for e in (CLEANUP_REWARD, HARVEST_REWARD, INEQUITY_AVERSION, GATHERING_SCARCITY,
                                                  COMMONS_METRICS, SCHELLING, NORMS, WEIS_INCONTEXT, DONOR_EVOLUTION,
                                                  PUNISHMENT, PUNISHMENT_LEARNERS, COMMONS_INSTITUTIONS,
-                                                 LATTICE_COLLAPSE, PARTNER_PUNISHMENT)}
+                                                 LATTICE_COLLAPSE, PARTNER_PUNISHMENT, BASELINES)}
 
 
 def get_entry(name: str) -> Entry:

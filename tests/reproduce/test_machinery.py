@@ -73,7 +73,7 @@ def test_every_entry_is_complete_and_its_configs_are_valid():
     assert set(ENTRIES) == {"cleanup-reward", "harvest-reward", "inequity-aversion", "gathering-scarcity",
                             "commons-metrics", "schelling", "norms", "weis-incontext", "donor-evolution",
                             "punishment", "punishment-learners", "commons-institutions", "lattice-collapse",
-                            "partner-punishment"}
+                            "partner-punishment", "baselines"}
     for entry in ENTRIES.values():
         assert {"small", "cpu", "paper"} <= set(entry.scales), entry.name  # cpu: the command's default
         keys = set(entry.keys("paper"))
