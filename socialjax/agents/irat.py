@@ -54,17 +54,9 @@ import jax.numpy as jnp
 
 from socialjax.agents import hparams
 from socialjax.agents.learner import LearnerState, Rollout, adam, as_hparams, clip_by_global_norm
-from socialjax.agents.networks import (
-    GLOBAL,
-    SEAT,
-    CentralActorCritic,
-    EncoderSpec,
-    critic_spec,
-    init_hidden,
-    sample_obs,
-)
-from socialjax.agents.ppo import ActorCriticLearner, clipped_surrogate, clipped_value_loss, gae, normalised
-from socialjax.core.spaces import Dict
+from socialjax.agents.mappo import MAPPOLearner
+from socialjax.agents.networks import init_hidden, sample_obs
+from socialjax.agents.ppo import clipped_surrogate, clipped_value_loss, gae, normalised
 
 INDIVIDUAL, TEAM = "individual", "team"  # the two networks' parameters in LearnerState.params
 
@@ -82,28 +74,15 @@ def kl(p_logits: jax.Array, q_logits: jax.Array) -> jax.Array:
     return distrax.Categorical(logits=p_logits).kl_divergence(distrax.Categorical(logits=q_logits))
 
 
-class IRATLearner(ActorCriticLearner):
+class IRATLearner(MAPPOLearner):
     """IRAT's two policies (see the module docstring) on the seated loop's centralised
-    observation (:func:`~socialjax.agents.networks.central_space`)."""
+    observation (:func:`~socialjax.agents.networks.central_space`): MAPPO's network (an
+    actor and a centralised critic) twice, with parameters of its own for each policy."""
 
     hparams = hparams.IRAT
     RECURRENT = False  # two policies, each would need its own memory
     ALIGNS = False  # two kinds of advantages; Advantage Alignment mixes one
-    CENTRAL_CRITIC = True  # the team critic sees the game's global observation
     VALUE_NORM = False
-
-    @classmethod
-    def from_config(cls, obs_space: Dict, spec: EncoderSpec, num_actions: int, config, seats: int) -> IRATLearner:
-        critic = critic_spec(obs_space.spaces[GLOBAL], config.network, int(obs_space.spaces[SEAT].shape[0]))
-        return cls(obs_space, spec, num_actions, critic=critic, **{**cls.options(config), "algo": "ppo"})
-
-    def __init__(self, obs_space: Dict, spec: EncoderSpec, num_actions: int, *, critic: EncoderSpec, **options):
-        self.critic = critic  # read by network(), which the base class's __init__ calls
-        super().__init__(obs_space, spec, num_actions, **options)
-        self.team_net = self.net  # the same architecture; the two have their own parameters
-
-    def network(self, spec: EncoderSpec, num_actions: int, **sizes) -> CentralActorCritic:
-        return CentralActorCritic(spec, num_actions, critic_spec=self.critic, **sizes)
 
     # -- contract ------------------------------------------------------------------
     def init(self, key: jax.Array, hparams: dict[str, Any]) -> LearnerState:
@@ -111,7 +90,7 @@ class IRATLearner(ActorCriticLearner):
         obs, reset = sample_obs(self.obs_space, 1), jnp.zeros((1,), bool)
         hidden = init_hidden(self.net, 1)
         params = {INDIVIDUAL: self.net.init(key_idv, hidden, obs, reset),
-                  TEAM: self.team_net.init(key_team, hidden, obs, reset)}
+                  TEAM: self.net.init(key_team, hidden, obs, reset)}
         return LearnerState(params=params, opt_state=adam().init(params), hparams=as_hparams(hparams), extra=())
 
     def act(self, state: LearnerState, hidden, obs, reset, key, progress):
@@ -124,12 +103,12 @@ class IRATLearner(ActorCriticLearner):
 
     def play(self, state: LearnerState, hidden, obs, reset, key):
         """``(hidden, action)``: sampled from the team policy, the one IRAT trains for."""
-        _, (team_logits, _) = self.team_net.apply(state.params[TEAM], hidden, obs, reset)
+        _, (team_logits, _) = self.net.apply(state.params[TEAM], hidden, obs, reset)
         return hidden, distrax.Categorical(logits=team_logits).sample(seed=key).astype(jnp.int32)
 
     def greedy(self, state: LearnerState, hidden, obs, reset):
         """``(hidden, action)``: the team policy's most likely action."""
-        _, (team_logits, _) = self.team_net.apply(state.params[TEAM], hidden, obs, reset)
+        _, (team_logits, _) = self.net.apply(state.params[TEAM], hidden, obs, reset)
         return hidden, jnp.argmax(team_logits, axis=-1).astype(jnp.int32)
 
     def prepare(self, state: LearnerState, ro: Rollout, hparams=None) -> dict[str, jax.Array]:
@@ -147,7 +126,7 @@ class IRATLearner(ActorCriticLearner):
     def _both(self, params, hidden, obs, reset):
         """``(logits, value, team_logits, team_value)`` of both networks."""
         _, (logits, value) = self.net.apply(params[INDIVIDUAL], hidden, obs, reset)
-        _, (team_logits, team_value) = self.team_net.apply(params[TEAM], hidden, obs, reset)
+        _, (team_logits, team_value) = self.net.apply(params[TEAM], hidden, obs, reset)
         return logits, value, team_logits, team_value
 
     def _batch(self, state: LearnerState, ro: Rollout, prep: dict[str, jax.Array]) -> tuple[dict, Any]:
