@@ -22,6 +22,15 @@ Three measurements (``--which``, comma-separated):
 - ``single``: one Clean Up run (the cleanup batch options) through ``sj.train.run(...,
   seeds=1)`` versus ``jax.jit(make_train(...))`` alone: a lone run must not cost more
   than one run (``run`` once padded it to four);
+- ``tracking``: the overhead of experiment tracking: ``sj.train.run`` of the Clean Up of
+  ``cleanup_cpu`` (``--cpu-seeds`` seeds, ``--updates`` updates, a progress line per
+  update: one compiled call per update, as an interactive run computes) with no
+  tracker, then with CSV + TensorBoard + W&B (offline; whichever of them are installed),
+  alternated ``--repeats`` times; each run's time is its wall time less its compilation
+  (``RunResult.seconds - compile_seconds``; opening the trackers comes before either:
+  W&B's runs start in about 0.2 s each, once per run); the same for the IPD population of
+  ``--seeds`` seeds (CSV + TensorBoard: beyond W&B's run limit), where the host's work
+  per update is largest (a row per run);
 - ``cost``: FLOPs and bytes accessed per Clean Up update from XLA's cost analysis of
   the compiled pieces (XLA counts a loop body once, so the update is costed as
   ``rollout_len`` x one rollout step + ``update_epochs`` x one pass of the learner over
@@ -47,15 +56,19 @@ runs of a batched call), times ``num_agents`` for agent-steps. Evaluation inside
     python scripts/bench_train.py --which loop --loop-seeds 32
     python scripts/bench_train.py --which single --envs 16 --rollout 128 --updates 2
     python scripts/bench_train.py --which cost --envs 256 --rollout 1000 --minibatches 500
+    python scripts/bench_train.py --which tracking --updates 8 --cpu-seeds 4 --seeds 256 --repeats 3
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import io
 import json
 import os
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from typing import Any
@@ -72,8 +85,10 @@ from socialjax.train import TrainConfig, make_train, run_keys
 from socialjax.train import rollout as loop
 from socialjax.train.devices import compile_blocks, device_program, lay_out, place_blocks
 from socialjax.train.presets import get_preset
+from socialjax.train.progress import Progress
+from socialjax.train.tracking import TRACKERS
 
-WHICH = ("cleanup", "cleanup_cpu", "learners", "ipd", "loop", "single", "cost")
+WHICH = ("cleanup", "cleanup_cpu", "learners", "ipd", "loop", "single", "cost", "tracking")
 # the learners `--which learners` compares on Clean Up's reproduce cpu scale (one shared network)
 LEARNER_ALGOS = ("ppo", "mappo", "irat", "vdn")
 
@@ -199,6 +214,39 @@ def bench_learners(args) -> list[dict]:
             times.append(time.perf_counter() - t0)
     return [row(f"{algo} cleanup, reproduce cpu scale", env, config, 1, times, comp, describe(config))
             for algo, (config, _, _, comp, times) in programs.items()]
+
+
+def bench_tracking(args) -> list[dict]:
+    """``sj.train.run`` with and without trackers (see the module docstring): a row each."""
+    clean = TrainConfig().replace(**dict(cleanup_scales.CPU_IPPO, num_updates=args.updates, log_every=1))
+    ipd = ipd_config(args).replace(log_every=1)
+    setups = [("Clean Up, reproduce cpu scale", sj.make("cleanup_ssd", **cleanup_scales.CPU_ENV_OPTIONS), clean,
+               args.cpu_seeds, [n for n in TRACKERS if _installed(n)]),
+              ("IPD population", sj.make("ipd"), ipd, args.seeds, [n for n in ("csv", "tensorboard") if _installed(n)])]
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        os.environ.setdefault("WANDB_MODE", "offline")
+        os.environ.setdefault("WANDB_SILENT", "true")
+        for name, env, config, seeds, names in setups:
+            times: dict[tuple, list[float]] = {(): [], tuple(names): []}
+            compile_s = []
+            for i in range(args.repeats + (0 if args.no_warmup else 1)):
+                for log in times:
+                    lines = Progress(config.num_updates, stream=io.StringIO(), format_line=lambda step, values: "")
+                    result = sj.train.run(env, config, seeds=seeds, progress=lines, log=list(log), log_dir=folder)
+                    if i or args.no_warmup:  # the first round warms the caches up
+                        times[log].append(result.seconds - result.compile_seconds)
+                        compile_s.append(result.compile_seconds)
+            base = statistics.median(times[()])
+            for log, ts in times.items():
+                overhead = f"; {statistics.median(ts) / base - 1:+.1%} against no tracker" if log else ""
+                rows.append(row(f"{name}, sj.train.run, trackers: {', '.join(log) or 'none'}", env, config, seeds, ts,
+                                statistics.median(compile_s), f"a progress line per update{overhead}"))
+    return rows
+
+
+def _installed(tracker: str) -> bool:
+    return tracker == "csv" or importlib.util.find_spec(tracker) is not None
 
 
 def describe(config: TrainConfig) -> str:
@@ -442,7 +490,7 @@ def main(argv: list[str] | None = None) -> int:
             costs += bench_cost(args)
             continue
         bench = {"cleanup": bench_cleanup, "cleanup_cpu": bench_cleanup_cpu, "ipd": bench_ipd, "loop": bench_loop,
-                 "single": bench_single, "learners": bench_learners}
+                 "single": bench_single, "learners": bench_learners, "tracking": bench_tracking}
         rows += bench[w](args)
     end_load = os.getloadavg()
     print(markdown(rows, command, device, load) if rows else f"command: `{command}`\ndevice: {device}")

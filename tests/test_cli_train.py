@@ -26,6 +26,7 @@ from socialjax.train import population, presets
 from socialjax.train import results as results_mod
 from socialjax.train.devices import lay_out
 from socialjax.train.results import OUTPUT_FILES, load_run
+from socialjax.viz.viewer import viewer_data
 
 run_mod = importlib.import_module("socialjax.train.run")  # the module (socialjax.train.run is also a function)
 
@@ -147,7 +148,7 @@ def test_donor_evolution_keeps_its_flags(monkeypatch, capsys):
                      "--schedule", "alternating", "--punishment", "--out", "somewhere", "--quiet"]) == 0
     assert seen == dict(num_seeds=8, num_generations=3, multipliers=(2.0, 3.0), out_dir="somewhere", seed=0,
                         env_options={"schedule": "alternating", "punishment": True}, verbose=False, overwrite=False,
-                        checkpoint_every=None, resume=False)
+                        checkpoint_every=None, resume=False, log=[])
     assert cli.main(["train", "donor-evolution"]) == 0
     assert seen["num_seeds"] == 256 and seen["num_generations"] == 10 and seen["multipliers"] == (1.5, 2.0, 3.0)
     assert seen["env_options"] == {"schedule": "released", "punishment": False}
@@ -322,3 +323,16 @@ def test_render_checkpoint_writes_a_gif_of_the_trained_population(harvest_run, t
     assert "7 frames (6 steps of harvest_open, trained population" in out
     with Image.open(gif) as image:
         assert image.format == "GIF" and image.n_frames == 7
+
+
+def test_render_checkpoint_writes_the_viewer_of_the_trained_population(harvest_run, tmp_path):
+    """``--out FILE.html``: the viewer of the played game, seats labelled by member, with the
+    events ``play`` recorded (in Harvest a reward is an apple eaten)."""
+    page = tmp_path / "trained.html"
+    code, out, err = run_cli(["render", "--checkpoint", str(harvest_run), "--out", str(page), "--steps", "6"])
+    assert code == 0, err
+    assert "a viewer of 7 frames (6 steps of harvest_open, trained population" in out
+    [data] = viewer_data(page.read_text(encoding="utf-8"))
+    assert len(data["frames"]) == 7 and data["players"] == ["seat 0 (learner 0)", "seat 1 (learner 1)"]
+    assert list(data["events"]) == ["apples_eaten", "zaps_fired", "times_zapped", "cells_cleaned"]
+    assert data["events"]["apples_eaten"] == data["rewards"] and len(data["rewards"]) == 6

@@ -19,6 +19,7 @@ from socialjax.core.params import parse_bool
 from socialjax.train import playback, results, store
 from socialjax.train.compilation import CACHE_VARIABLE, enable_cache
 from socialjax.train.config import BOOL_FIELDS, SWEEPABLE, TrainConfig
+from socialjax.train.tracking import TRACKERS, experiment_name, make_trackers
 
 
 # ----------------------------------------------------------------- argument types
@@ -123,6 +124,25 @@ def add_cache_flag(command: argparse.ArgumentParser) -> None:
                          help="compile without JAX's persistent compilation cache (on by default, in "
                               "~/.cache/socialjax/jax-cache: a rerun reads its compiled programs back; "
                               f"{CACHE_VARIABLE}=0 does the same)")
+
+
+def add_log_flags(command: argparse.ArgumentParser) -> None:
+    """``--log NAME`` (repeatable) and ``--log-dir DIR``: experiment tracking."""
+    command.add_argument("--log", action="append", default=[], choices=TRACKERS,
+                         help="stream every update's metrics, per grid point and seed, to TensorBoard, Weights & "
+                              "Biases or CSV while training (repeatable; needs the extra of the same name, "
+                              "except csv); the final figures are added at the end")
+    command.add_argument("--log-dir", default="runs", metavar="DIR",
+                         help="where --log writes: DIR/<name>/<date-time>/{tensorboard,csv,wandb} (default runs; "
+                              "tensorboard --logdir DIR shows it)")
+
+
+def open_trackers(parser: argparse.ArgumentParser, args: argparse.Namespace, name: str) -> list:
+    """The trackers of ``--log`` for the experiment ``name`` (an error names a missing extra)."""
+    try:
+        return make_trackers(args.log, args.log_dir, experiment_name(name)) if args.log else []
+    except (ImportError, ValueError) as err:
+        parser.error(f"--log: {err}")
 
 
 def use_compile_cache(args: argparse.Namespace) -> None:

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import argparse
 
-from socialjax.cli.common import add_cache_flag, exit_now, non_negative_int, seed_count, use_compile_cache
+from socialjax.cli.common import (
+    add_cache_flag,
+    add_log_flags,
+    exit_now,
+    non_negative_int,
+    seed_count,
+    use_compile_cache,
+)
 from socialjax.reproduce import DEFAULT_SCALE, ENTRIES, SCALES, get_entry, reproduce
 from socialjax.reproduce.core import FIGURE_FILE, TABLE_FILE, Stopped, format_table, seed_text
 from socialjax.reproduce.staging import kept_text
@@ -38,6 +45,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     cmd.add_argument("--quiet", action="store_true", help="no progress lines")
     cmd.set_defaults(subparser=cmd)
     add_cache_flag(cmd)
+    add_log_flags(cmd)
     return cmd
 
 
@@ -62,13 +70,16 @@ def main(args: argparse.Namespace) -> int:
         with store.claim(out):
             try:
                 rep = reproduce(entry, args.scale, args.seeds, base_seed=args.seed, out=out,
-                                overwrite=args.overwrite, progress=not args.quiet)
+                                overwrite=args.overwrite, progress=not args.quiet, log=args.log,
+                                log_dir=args.log_dir)
             except KeyboardInterrupt:  # a second Ctrl-C, or one while compiling
                 exit_now(130, f"\nstopped at once{kept_text(out)}\n")
     except Stopped as stop:
         parser.exit(130, f"\n{entry.name}: {stop}\n")
     except store.OutputError as err:
         parser.error(f"--out: {err}")
+    except ImportError as err:  # a tracker's package (--log) is not installed: said before any training
+        parser.error(f"--log: {err}")
     except ValueError as err:
         parser.error(f"{entry.name}: {err}")
     except (OSError, MemoryError) as err:

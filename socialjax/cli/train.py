@@ -19,6 +19,7 @@ import numpy as np
 
 from socialjax.cli.common import (
     add_cache_flag,
+    add_log_flags,
     check_out_dir,
     claimed,
     config_overrides,
@@ -26,6 +27,7 @@ from socialjax.cli.common import (
     floats,
     key_value,
     non_negative_int,
+    open_trackers,
     positive_float,
     positive_int,
     seed_count,
@@ -106,6 +108,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     donor.add_argument("--punishment", action="store_true", default=None, help="allow costly punishment")
     train.set_defaults(subparser=train)
     add_cache_flag(train)
+    add_log_flags(train)
     return train
 
 
@@ -199,11 +202,11 @@ def donor_env_options(parser: argparse.ArgumentParser, args: argparse.Namespace)
 
 
 def _run_donor(parser, args, settings: dict, out_dir: str, resume: bool = False) -> int:
-    with claimed(parser, out_dir):
+    with claimed(parser, out_dir), tracking(open_trackers(parser, args, "donor-evolution")) as trackers:
         try:
             cultural_evolution.run_experiment(**settings, out_dir=out_dir, verbose=not args.quiet,
                                               overwrite=args.overwrite, checkpoint_every=args.checkpoint_every,
-                                              resume=resume)
+                                              resume=resume, log=trackers)
         except Interrupted as stop:  # the run saved what was done
             done, total = stop.snapshot.updates_done, settings["num_generations"]
             parser.exit(130, f"\nstopped after generation {done} of {total}: the state is saved in "
@@ -340,7 +343,8 @@ def run_job(parser, args, job: dict, out_dir: str, *, chunk=None, memory=None, r
             results.save_checkpoint(out_dir, snapshot, meta, segment=every, memory=memory_bytes)
             saved["updates"] = snapshot.updates_done
 
-    with claimed(parser, out_dir) if lead else contextlib.nullcontext():
+    with claimed(parser, out_dir) if lead else contextlib.nullcontext(), \
+            tracking(open_trackers(parser, args, name) if lead else []) as trackers:
         if not args.quiet and lead:
             devices = jax.devices()  # of every process
             processes = f" in {jax.process_count()} processes" if jax.process_count() > 1 else ""
@@ -356,7 +360,7 @@ def run_job(parser, args, job: dict, out_dir: str, *, chunk=None, memory=None, r
         try:
             result = run_module.run(job["env"], config, seeds=np.asarray(job["seeds"]), base_seed=job["base_seed"],
                          progress=not args.quiet, label=name, chunk=chunk, memory=memory_bytes, segment=every,
-                         on_segment=checkpoint if every else None, resume=resume)
+                         on_segment=checkpoint if every else None, resume=resume, log=trackers)
         except (ValueError, TypeError) as err:  # the population against the seats, the batch sizes: before compiling
             parser.error(f"{name}: {err}")
         except MemoryError as err:  # after compiling: before anything ran, or part-way (DeviceMemoryError)
@@ -391,6 +395,19 @@ def run_job(parser, args, job: dict, out_dir: str, *, chunk=None, memory=None, r
             except store.OutputError as err:  # another job wrote the folder while this one ran
                 parser.exit(1, f"socialjax train {name}: trained, but {err}"
                                f"{_what_is_kept(out_dir, _last(saved, config))}\n")
+            curves = Path(out_dir) / results.CURVES_FILE
+            for tracker in trackers if curves.exists() else []:
+                tracker.artifact(curves)
             if not args.quiet:
                 print(text, flush=True)
     return result
+
+
+@contextlib.contextmanager
+def tracking(trackers: list):
+    """``trackers``, closed when the job ends, however it ends."""
+    try:
+        yield trackers
+    finally:
+        for tracker in trackers:
+            tracker.close()

@@ -13,7 +13,7 @@ import dataclasses
 import json
 import platform
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ import socialjax as sj
 from socialjax.reproduce.staging import Staging, kept_text
 from socialjax.train import Interrupted, TrainConfig, run, save_run, store
 from socialjax.train.config import SWEEPABLE
+from socialjax.train.tracking import experiment_name, make_trackers
 from socialjax.viz.plots import mean_ci95, pyplot
 
 # The sizes an entry can run at: ``small``, a check that the pipeline runs (a minute or
@@ -305,13 +306,19 @@ def grid_index(result, config) -> int:
 
 
 def reproduce(entry: Entry, scale: str = DEFAULT_SCALE, seeds: int | None = None, *, base_seed: int = 0,
-              out: str | Path | None = None, overwrite: bool = False, progress: bool = True) -> Reproduction:
+              out: str | Path | None = None, overwrite: bool = False, progress: bool = True,
+              log: Sequence[str] = (), log_dir: str | Path = "runs") -> Reproduction:
     """Train every condition of ``entry`` at ``scale`` with ``seeds`` seeds (default the
     entry's) numbered from ``base_seed`` (0, the default seed set; any other number draws
     a seed set of its own, for checking a result on seeds nobody tuned to), measure,
     judge, and (with ``out``) write the folder atomically:
     ``figure.png``, ``table.csv``, ``summary.txt``, ``reproduction.json`` and each
-    condition's run (``<condition>/``, as ``socialjax train`` writes it)."""
+    condition's run (``<condition>/``, as ``socialjax train`` writes it).
+
+    ``log``: tracker names (:data:`socialjax.train.tracking.TRACKERS`): every training
+    run (one per group of conditions trained together) streams its metrics under
+    ``<log_dir>/reproduce/<entry>-<scale>/<date-time>/<conditions>/``, and each gets
+    the figure at the end. In Jupyter, ``progress`` is a live display per run."""
 
     if scale not in SCALES:
         raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
@@ -322,20 +329,37 @@ def reproduce(entry: Entry, scale: str = DEFAULT_SCALE, seeds: int | None = None
         raise ValueError(f"seeds must be an int >= 2 (the verdict compares intervals over seeds), got {seeds!r}")
     if isinstance(base_seed, bool) or not isinstance(base_seed, int) or not 0 <= base_seed < 2**31:
         raise ValueError(f"base_seed must be an int in [0, 2**31), got {base_seed!r}")
-    staging = None
-    if out is not None:  # an unfinished run of the same settings is continued
-        out = store.check_out_dir(out, overwrite=overwrite, resume=True)
-        staging = Staging(out, {"job": "reproduce", "entry": entry.name, "scale": scale, "seeds": seeds,
-                                "base_seed": base_seed}, overwrite=overwrite)
     plans = []
     for cond in entry.conditions_at(scale):  # every config checked before anything is compiled
         env = sj.make(cond.env[scale], **dict(cond.env_options[scale]))
         config = TrainConfig().replace(**dict(cond.config[scale]))
         config.validate()
         plans.append((cond, env, config))
+    groups = group_plans(plans, scale)
+    root = experiment_name(f"reproduce/{entry.name}-{scale}")  # every group's trackers made before any training
+    trackers = {names: make_trackers(log, log_dir, f"{root}/{names.replace(', ', '+')}")
+                for names in (", ".join(c.name for c, _, _ in group) for group in groups)} if log else {}
+    staging = None
+    if out is not None:  # an unfinished run of the same settings is continued
+        out = store.check_out_dir(out, overwrite=overwrite, resume=True)
+        staging = Staging(out, {"job": "reproduce", "entry": entry.name, "scale": scale, "seeds": seeds,
+                                "base_seed": base_seed}, overwrite=overwrite)
+    try:
+        rep = _train_and_judge(entry, scale, seeds, base_seed, out, staging, plans, groups, progress, trackers)
+        for tracker in (t for ts in trackers.values() for t in ts) if out is not None else ():
+            tracker.artifact(Path(out) / FIGURE_FILE)
+    finally:
+        for tracker in (t for ts in trackers.values() for t in ts):
+            tracker.close()
+    return rep
+
+
+def _train_and_judge(entry: Entry, scale: str, seeds: int, base_seed: int, out: Path | None, staging, plans: list,
+                     groups: list, progress: bool, trackers: dict) -> Reproduction:
+    """:func:`reproduce` once its arguments are checked and its trackers made."""
     start = time.perf_counter()
     runs, finals, curves, steps = {}, {}, {}, {}  # runs: condition -> (RunResult, env, TrainConfig)
-    for group in group_plans(plans, scale):
+    for group in groups:
         (cond, env, config), names = group[0], ", ".join(c.name for c, _, _ in group)
         grid = merged_config(group)  # a lone condition's own config
         result = None if staging is None else staging.get(names)
@@ -348,7 +372,8 @@ def reproduce(entry: Entry, scale: str = DEFAULT_SCALE, seeds: int | None = None
                      + ("" if len(group) == 1 else f", one run over {len(group)} grid points")), flush=True)
         if result is None:
             try:
-                result = run(env, grid, seeds=seeds, base_seed=base_seed, progress=progress, label=names)
+                result = run(env, grid, seeds=seeds, base_seed=base_seed, progress=progress, label=names,
+                             log=trackers.get(names, ()))
             except Interrupted as stop:
                 raise Stopped(stop.snapshot.updates_done, grid.num_updates, names, out) from None
             if staging is not None:

@@ -37,6 +37,7 @@ import functools
 import json
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -51,6 +52,7 @@ from socialjax.train import results, store
 from socialjax.train.devices import as_key_data
 from socialjax.train.engine import Interrupted, Snapshot, run_job
 from socialjax.train.reports import format_donor_summary, plot_donor_curves
+from socialjax.train.tracking import Tracker
 from socialjax.viz.plots import mean_ci95
 
 
@@ -205,9 +207,18 @@ class DonorEvolution:
         num_survivors = max(1, int(round(self.config.survival_fraction * self.env.num_agents)))
         return truncation_select(key_select, thetas, fitness, num_survivors, self.config.mutation_std), metrics
 
-    def progress_values(self, metrics: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Each run's resources and giving in the last generation of a segment (``(R, K)``)."""
-        return {k: metrics[k][:, -1] for k in ("mean_final_resources", "mean_fraction_given")}
+    #: what a progress line and a live display show
+    headline = ("mean_final_resources", "mean_fraction_given")
+
+    @property
+    def meta(self) -> dict:
+        return {"env": "donor_game", "config": dataclasses.asdict(self.config),
+                "params": {f.name: np.asarray(getattr(self.params, f.name)).tolist()
+                           for f in dataclasses.fields(self.params)}}
+
+    def tracked(self, metrics: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Every generation's metrics, one number per run already (``(R, K)``)."""
+        return {k: np.asarray(v, np.float32) for k, v in metrics.items()}
 
     @staticmethod
     def progress_line(step: int, values: dict[str, np.ndarray]) -> str:
@@ -233,6 +244,7 @@ def run_experiment(
     overwrite: bool = False,
     checkpoint_every: int | None = None,
     resume: bool = False,
+    log: Sequence[Tracker] = (),
     **evolution,
 ) -> dict:
     """The README's main job: cultural evolution of parametric donor strategies for
@@ -254,7 +266,9 @@ def run_experiment(
     saves it there too (also without ``checkpoint_every``), then raises the engine's
     :class:`~socialjax.train.engine.Interrupted`.
     ``resume=True`` continues the unfinished run in ``out_dir`` (its settings must be
-    the ones given); the result has the same bits as a run never stopped.
+    the ones given); the result has the same bits as a run never stopped. ``log``:
+    trackers (:mod:`socialjax.train.tracking`) that receive every generation's metrics
+    per (multiplier, seed) and the figure at the end; their owner closes them.
     Returns ``{"metrics": {name: (M, S, G) array}, "multipliers": ..., "seconds": ...}``.
     """
     mults = _checked_multipliers(num_seeds, multipliers, checkpoint_every)
@@ -290,7 +304,8 @@ def run_experiment(
     try:
         out = run_job(job, num_seeds, base_seed=seed, progress=verbose, label="donor-evolution",
                       segment=checkpoint_every, on_segment=save if checkpoint_every else None,
-                      resume=None if checkpoint is None else _snapshot(checkpoint, job, len(mults) * num_seeds))
+                      resume=None if checkpoint is None else _snapshot(checkpoint, job, len(mults) * num_seeds),
+                      trackers=log)
     except Interrupted as stop:  # stopped by a signal: what is done is saved, with or without checkpoints
         if not checkpoint_every:
             save(stop.snapshot)
@@ -299,6 +314,8 @@ def run_experiment(
     _write(out_dir, out.metrics, mults, {**settings, "seconds": out.seconds}, num_seeds,
            overwrite=overwrite or resume or bool(checkpoint_every))
     plot_path = os.path.join(out_dir, "donor_evolution.png")
+    for tracker in log:
+        tracker.artifact(plot_path)
     result = {"metrics": out.metrics, "multipliers": mults, "seconds": out.seconds, "plot": plot_path,
               "out_dir": out_dir}
     if verbose:

@@ -15,9 +15,12 @@ one run, cut at its seams:
 
 and says ``num_updates``, ``log_every`` (updates between progress lines by default),
 ``hparam_grid()`` (``{name: (G,)}``: one value per grid point, a run's ``hparams`` the
-scalars of its point), ``progress_values(metrics)`` (the values of a progress line from
-a segment's ``(R, K, ...)`` metrics), ``progress_line(step, values)`` (its text) and
-``grows_with`` (what its memory grows with, for the refusal of a run too big for a
+scalars of its point), ``tracked(metrics)`` (a segment's ``(R, K, ...)`` metrics as one
+number per run and update, ``{name: (R, K)}``: what trackers log,
+:mod:`socialjax.train.tracking`), ``headline`` (the tracked names a progress line and a
+live display show), ``progress_line(step, values)`` (the line's text from each run's
+headline values at a step), ``meta`` (the run's description for trackers, JSON values)
+and ``grows_with`` (what its memory grows with, for the refusal of a run too big for a
 device). The runs are every (grid point, seed) pair, grid-major; each run's key is
 ``fold_in(key(base_seed), seed)``. What the engine gives every job (segments,
 :class:`Snapshot` s, Ctrl-C, bits, devices, memory) is described in
@@ -54,6 +57,8 @@ from socialjax.train.devices import (
 from socialjax.train.interrupts import StopRequest, interrupts
 from socialjax.train.memory import compile_fitting
 from socialjax.train.progress import Progress
+from socialjax.train.tracking import RunSet, Tracker
+from socialjax.viz.live import LiveDisplay, in_notebook
 
 
 class Job(Protocol):
@@ -62,6 +67,8 @@ class Job(Protocol):
     num_updates: int
     log_every: int
     grows_with: str
+    headline: tuple[str, ...]
+    meta: dict
 
     def init(self, key: jax.Array, hparams: dict) -> Any: ...
 
@@ -71,7 +78,7 @@ class Job(Protocol):
 
     def hparam_grid(self) -> dict[str, np.ndarray]: ...
 
-    def progress_values(self, metrics: dict[str, np.ndarray]) -> dict[str, np.ndarray]: ...
+    def tracked(self, metrics: dict[str, np.ndarray]) -> dict[str, np.ndarray]: ...
 
     def progress_line(self, step: int, values: dict[str, np.ndarray]) -> str: ...
 
@@ -153,15 +160,19 @@ def run_job(
     on_segment: Callable[[Snapshot], None] | None = None,
     resume: Snapshot | None = None,
     compile_cache: bool | str | os.PathLike = True,
+    trackers: Sequence[Tracker] = (),
 ) -> JobResult:
     """Run ``job`` for every (grid point, seed) pair: equal blocks of runs, one per
     device, each device running the same compiled single-device programs, one update per
     call where a signal can stop them (the main thread of one process), in calls of
     ``segment`` updates otherwise (default: ``job.log_every`` with progress lines, all),
     with a line to ``progress`` (``True``: a :class:`Progress` of ``job.progress_line``,
-    headed ``label``, when ``job.log_every``) every ``job.log_every`` updates, a
-    :class:`Snapshot` to ``on_segment`` every ``segment`` updates, and from ``resume``
-    when given. The arguments are those of :func:`socialjax.train.run`."""
+    headed ``label``, when ``job.log_every``; in a Jupyter kernel a
+    :class:`~socialjax.viz.live.LiveDisplay` instead) every ``job.log_every`` updates,
+    every segment's tracked values to each of ``trackers`` (opened here with the runs'
+    :class:`~socialjax.train.tracking.RunSet`, left open for their owner; process 0
+    alone), a :class:`Snapshot` to ``on_segment`` every ``segment`` updates, and from
+    ``resume`` when given. The arguments are those of :func:`socialjax.train.run`."""
     seeds = checked_seeds(seeds)
     check_counts(chunk=chunk, memory=memory, segment=segment)
     grid = job.hparam_grid()
@@ -173,8 +184,15 @@ def run_job(
         raise ValueError("devices must name at least one device")
     if compile_cache is not False:
         enable_cache(None if compile_cache is True else compile_cache)
-    progress = _progress(progress, job, label)
-    K = _segment_length(segment, job, progress)
+    shows = bool(progress) and bool(job.log_every)
+    K = _segment_length(segment, job, shows)
+    live = LiveDisplay(job.headline, job.progress_line, job.log_every, label) \
+        if progress is True and shows and in_notebook() else None
+    progress = _progress(progress, job, label) if live is None else None
+    trackers = [*trackers, *([live] if live is not None else [])] if jax.process_index() == 0 else []
+    runs = RunSet(label or str(job.meta.get("env", "run")), grid, seeds, U, job.meta)
+    for tracker in trackers:  # before the clock starts: a W&B run takes a while to start
+        tracker.open(runs)
     start = time.perf_counter()
     keys = run_keys(np.tile(seeds, G), base_seed)
     run_hparams = {k: np.repeat(v, S) for k, v in grid.items()}
@@ -190,7 +208,8 @@ def run_job(
         compile_seconds = time.perf_counter() - start
         stop.stoppable = True
         try:
-            final, metrics = run_segments(job, blocks, plan, xs, done, metrics_so_far, progress, K, on_segment, stop)
+            final, metrics = run_segments(job, blocks, plan, xs, done, metrics_so_far, progress, K, on_segment, stop,
+                                          trackers)
         except jax.errors.JaxRuntimeError as err:
             if not out_of_memory(err):
                 raise
@@ -199,6 +218,9 @@ def run_job(
                                     + (f" {blocks.chunk} at a time" if blocks.chunk else " together")
                                     + f"; a run's memory grows with {job.grows_with}; or compute fewer runs "
                                     "together (chunk)") from None
+        finally:
+            if live is not None:
+                live.close()
     metrics = jax.tree_util.tree_map(lambda x: x.reshape(G, S, *x.shape[1:]), metrics)
     states = jax.tree_util.tree_map(lambda x: x.reshape(G, S, *x.shape[1:]), final)
     return JobResult(seeds, grid, metrics, states, time.perf_counter() - start, compile_seconds,
@@ -242,13 +264,13 @@ def _progress(progress: bool | Progress, job: Job, label: str) -> Progress | Non
     return None
 
 
-def _segment_length(segment: int | None, job: Job, progress: Progress | None) -> int:
+def _segment_length(segment: int | None, job: Job, shows: bool) -> int:
     """Updates between snapshots (and per compiled call where no signal can stop the
-    run): ``segment`` when given; with progress lines, ``job.log_every``; otherwise all."""
+    run): ``segment`` when given; with progress shown, ``job.log_every``; otherwise all."""
     U = job.num_updates
     if segment is not None:
         return min(int(segment), U)
-    return min(max(int(job.log_every), 1), U) if progress is not None else U
+    return min(max(int(job.log_every), 1), U) if shows else U
 
 
 INIT = (True, 0, False)  # the stage that only initialises the runs
@@ -365,17 +387,18 @@ def _stage_programs(job: Job) -> Callable:
 
 def run_segments(job: Job, blocks: Blocks, plan: list, xs: list, done: int, metrics_so_far: list,
                  prog: Progress | None, segment: int, on_segment: Callable[[Snapshot], None] | None,
-                 stop: StopRequest):
+                 stop: StopRequest, trackers: Sequence[Tracker] = ()):
     """Run the stages of ``plan`` one compiled call after another, from the blocks'
     ``xs`` (keys, or the resumed states) with ``done`` updates done and their
     ``metrics_so_far`` (``[(R, done, ...)]``). Each call is dispatched before the one
     ahead of it is read back, so the devices never wait for the host. A progress line
-    every ``job.log_every`` updates; a :class:`Snapshot` to ``on_segment`` every
-    ``segment`` updates (counted from ``done``) but at the end. When ``stop.requested``
-    (a first Ctrl-C or SIGTERM): once the call under way is done, a snapshot of it (to
-    ``on_segment`` too) and :class:`Interrupted` raised with it (the call queued behind
-    it is dropped). Returns ``(final states, metrics)``, ``(R, ...)``: the per-update
-    metrics ``(R, U, ...)`` and the finish's."""
+    every ``job.log_every`` updates; each call's tracked values to ``trackers``; a
+    :class:`Snapshot` to ``on_segment`` every ``segment`` updates (counted from
+    ``done``) but at the end. When ``stop.requested`` (a first Ctrl-C or SIGTERM):
+    once the call under way is done, a snapshot of it (to ``on_segment`` too) and
+    :class:`Interrupted` raised with it (the call queued behind it is dropped).
+    Returns ``(final states, metrics)``, ``(R, ...)``: the per-update metrics
+    ``(R, U, ...)`` and the finish's."""
     num_updates, first, at = job.num_updates, done, done
     every_line = job.log_every or segment
     next_line = _next_multiple(done, every_line)
@@ -389,9 +412,14 @@ def run_segments(job: Job, blocks: Blocks, plan: list, xs: list, done: int, metr
             (_, updates, finish), done_outs = pending
             if updates:
                 metrics_so_far.append(blocks.host([o[1] for o in done_outs]))
+                line = prog is not None and (done + updates >= next_line or done + updates == num_updates)
+                if line or trackers:
+                    series = job.tracked(metrics_so_far[-1])
+                    for tracker in trackers:
+                        tracker.log(done, series)
                 done += updates
-                if prog is not None and (done >= next_line or done == num_updates):
-                    prog.show(done - 1, job.progress_values(metrics_so_far[-1]))
+                if line:
+                    prog.show(done - 1, {k: series[k][:, -1] for k in job.headline})
                     next_line = _next_multiple(done, every_line)
             if finish:
                 final, extra = blocks.host([o[0] for o in done_outs]), blocks.host([o[2] for o in done_outs])

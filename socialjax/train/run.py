@@ -118,8 +118,10 @@ import numpy as np
 
 from socialjax.train.config import TrainConfig
 from socialjax.train.engine import Interrupted, Snapshot, check_counts, checked_seeds, run_job, run_keys
+from socialjax.train.formats import config_to_dict
 from socialjax.train.population import make_train
 from socialjax.train.progress import Progress
+from socialjax.train.tracking import Tracker, experiment_name, make_trackers
 
 __all__ = ["Interrupted", "PopulationJob", "RunResult", "Snapshot", "run", "run_keys"]
 
@@ -182,20 +184,29 @@ def run(
     on_segment: Callable[[Snapshot], None] | None = None,
     resume: Snapshot | None = None,
     compile_cache: bool | str | os.PathLike = True,
+    log: Sequence[str | Tracker] = (),
+    log_dir: str | os.PathLike = "runs",
 ) -> RunResult:
     """Train ``len(grid) x len(seeds)`` runs in one call: equal blocks of runs, one per
     device, each device running the same compiled single-device program; a
     :class:`Snapshot` to ``on_segment`` every ``segment`` updates, and from
-    ``resume`` when given. The population is a job of the one engine
-    (:func:`socialjax.train.engine.run_job`); the other arguments are described in the
-    module docstring."""
+    ``resume`` when given; every update's metrics, per grid point and seed, to the
+    trackers ``log`` (see the module docstring). The population is a job of the one
+    engine (:func:`socialjax.train.engine.run_job`); the other arguments are described
+    in the module docstring."""
     seeds = checked_seeds(seeds)
     check_counts(chunk=chunk, memory=memory, segment=segment)
     config.validate()
-    job = PopulationJob(make_train(env, config, params=params))
-    out = run_job(job, seeds, base_seed=base_seed, devices=devices, progress=progress, label=label,
-                  chunk=chunk, memory=memory, segment=segment, on_segment=on_segment, resume=resume,
-                  compile_cache=compile_cache)
+    job = PopulationJob(make_train(env, config, params=params), _env_name(env))
+    named = [x for x in log if isinstance(x, str)]
+    made = make_trackers(named, log_dir, experiment_name(label or job.env_name)) if named else []
+    try:
+        out = run_job(job, seeds, base_seed=base_seed, devices=devices, progress=progress, label=label,
+                      chunk=chunk, memory=memory, segment=segment, on_segment=on_segment, resume=resume,
+                      compile_cache=compile_cache, trackers=[*made, *(x for x in log if not isinstance(x, str))])
+    finally:
+        for tracker in made:
+            tracker.close()
     nan_runs = _nan_runs(out.metrics, out.grid, config, out.seeds)
     return RunResult(config, _env_name(env), out.seeds, out.grid, out.metrics, out.states, nan_runs, out.seconds,
                      out.compile_seconds, out.per_device, out.chunk, out.memory_bytes)
@@ -208,6 +219,10 @@ class PopulationJob:
     hyperparameter grid, progress lines of the learners' reward per step and return."""
 
     train: Any  # make_train(env, config): init, updates, finish, config, plan
+    env_name: str = ""
+
+    #: what a progress line and a live display show: the learners' mean reward per step and return
+    headline = ("reward_rate", "return")
 
     @property
     def num_updates(self) -> int:
@@ -237,19 +252,39 @@ class PopulationJob:
     def hparam_grid(self) -> dict[str, np.ndarray]:
         return self.train.config.hparam_grid()
 
-    def progress_values(self, metrics: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Each run's mean reward per step and mean return over its learners at the last
-        update of a segment (``metrics``: ``(R, K, P)`` arrays)."""
+    @property
+    def meta(self) -> dict[str, Any]:
+        return {"env": self.env_name, "config": config_to_dict(self.train.config)}
+
+    def tracked(self, metrics: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """A segment's metrics (``(R, K, ...)``, see :func:`~socialjax.train.make_train`) as
+        one number per run and update: the per-game ones (social metrics, ``episodes``,
+        ``events/...``) as they are, the per-member and per-learner ones (``reward_rate``,
+        ``return``, losses) as the mean over the learners (NaN where none has a value, e.g.
+        no episode ended); ``hparams/...`` only under PBT, where they change; not the
+        bookkeeping (``parents``, ``seat_count``, ``halted``)."""
         L = self.train.plan.num_learners
-        with warnings.catch_warnings():  # a run in which no episode ended has no return: NaN
+        evolving = self.train.config.selection == "pbt"
+        out = {}
+        with warnings.catch_warnings():  # a mean over nothing (no episode ended) is NaN
             warnings.simplefilter("ignore", RuntimeWarning)
-            return {"reward": np.nanmean(metrics["reward_rate"][:, -1, :L], axis=-1),
-                    "ret": np.nanmean(metrics["return"][:, -1, :L], axis=-1)}
+            for name, v in metrics.items():
+                if name in UNTRACKED or (name.startswith("hparams/") and not evolving):
+                    continue
+                if v.ndim == 2:
+                    out[name] = np.asarray(v, np.float32)
+                elif v.ndim == 3:
+                    out[name] = np.nanmean(np.asarray(v[:, :, :L], np.float32), axis=-1)
+        return out
 
     @staticmethod
     def progress_line(step: int, values: dict[str, np.ndarray]) -> str:
-        ret = values["ret"][np.isfinite(values["ret"])]  # NaN in runs where no episode ended this update
-        return f"reward/step {np.nanmean(values['reward']):.3f}  return {f'{ret.mean():.3f}' if ret.size else '-'}"
+        ret = values["return"][np.isfinite(values["return"])]  # NaN in runs where no episode ended this update
+        return (f"reward/step {np.nanmean(values['reward_rate']):.3f}  "
+                f"return {f'{ret.mean():.3f}' if ret.size else '-'}")
+
+
+UNTRACKED = ("parents", "seat_count", "halted")  # per-update bookkeeping, not a training signal
 
 
 def _nan_runs(metrics: dict[str, np.ndarray], grid: dict[str, np.ndarray], config: TrainConfig,
