@@ -1,4 +1,5 @@
-"""Every notebook in notebooks/ runs top to bottom without an error."""
+"""Every notebook in notebooks/ runs top to bottom without an error, and those that show
+the interactive viewer (``sj.viz.Viewer``) show it with its frames."""
 
 from pathlib import Path
 
@@ -6,7 +7,11 @@ import nbclient  # dev extra: a missing notebook runner is a failure, not a skip
 import nbformat
 import pytest
 
+from socialjax.viz.viewer import viewer_data
+
 NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
+#: how many viewers each notebook shows as cell outputs (others: none)
+VIEWERS = {"02_gridworlds.ipynb": 1, "04_population_training.ipynb": 1}
 
 
 def test_there_are_notebooks():
@@ -25,3 +30,12 @@ def test_notebook_runs(path, tmp_path, monkeypatch):
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs",
                                                                           []) if o.get("output_type") == "error"]
     assert not errors, errors
+    shown = [data for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+             for data in viewer_data(o.get("data", {}).get("text/html", ""))]
+    assert len(shown) == VIEWERS.get(path.name, 0), path.name
+    for data in shown:  # the reset state, then a frame per step
+        assert len(data["frames"]) == len(data["rewards"]) + 1 > 1 and all(data["frames"])
+
+
+def test_the_notebooks_showing_viewers_exist():
+    assert set(VIEWERS) <= {p.name for p in NOTEBOOKS}

@@ -1,9 +1,16 @@
 """Rendering for people: rollout frames, the sprite atlas, GIF / MP4 export, the Jupyter
-player, the ``socialjax render`` command and the colour legend in the docs.
+player, the interactive viewer (its page's script run in node when node is installed),
+the ``socialjax render`` command and the colour legend in the docs.
 
 One small Harvest env and its rollout are module-scoped, so the scan compiles once.
 """
 
+import base64
+import io
+import json
+import re
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -18,10 +25,13 @@ from socialjax import cli
 from socialjax.envs.grid import constants as C
 from socialjax.envs.grid import render as R
 from socialjax.viz import video
+from socialjax.viz import viewer as viewer_module
+from socialjax.viz.viewer import Viewer, viewer_data
 
 NUM_STEPS = 8  # crosses the end of the 5-step episode (auto-reset)
 KEY = jax.random.key(0)
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "gridworlds.md"
+PAGE_SCRIPT = Path(__file__).resolve().parent / "viewer_page.js"  # the viewer's script in a stand-in DOM
 
 
 @pytest.fixture(scope="module")
@@ -32,6 +42,16 @@ def env():
 @pytest.fixture(scope="module")
 def frames(env):
     return sj.viz.rollout_frames(env, KEY, NUM_STEPS)
+
+
+@pytest.fixture(scope="module")
+def viewer(env):
+    return Viewer.from_rollout(env, KEY, NUM_STEPS)  # the compiled rollout of `frames`
+
+
+@pytest.fixture(scope="module")
+def page(viewer):
+    return viewer.html()
 
 
 @pytest.fixture(scope="module")
@@ -250,6 +270,144 @@ def test_animate_returns_a_jupyter_player(frames):
         sj.viz.animate(frames[0])
 
 
+# ------------------------------------------------------------------------------ viewer
+def small_viewer(**changes) -> Viewer:
+    """3 steps of 2 players on 2x3 px frames: rewards with a fraction, an episode end at step 2."""
+    fields = dict(frames=distinct_frames(t=4, h=2, w=3), rewards=[[1, 0], [2, 0.25], [0.5, 0]],
+                  actions=[[0, 1], [2, 0], [1, 1]], dones=[False, True, False],
+                  events={"zaps": [[0, 1], [0, 0], [1, 0]]}, action_names=("stay", "move"), title="<small>")
+    return Viewer(**{**fields, **changes})
+
+
+def png(text: str) -> np.ndarray:
+    with Image.open(io.BytesIO(base64.b64decode(text))) as image:
+        return np.asarray(image.convert("RGB"))
+
+
+def test_the_viewer_shows_the_real_run(env, viewer, frames):
+    """One compiled rollout: the frames of rollout_frames, and the rewards, actions, dones
+    and events of socialjax.rollout.rollout with the same key."""
+    traj = jax.jit(lambda key: sj.rollout(env, key, NUM_STEPS))(KEY)
+    np.testing.assert_array_equal(viewer.frames, frames)
+    compiled = video._rollout._cache_size()
+    np.testing.assert_array_equal(Viewer.from_rollout(env, KEY, NUM_STEPS).rewards, viewer.rewards)
+    assert video._rollout._cache_size() == compiled  # the compiled call of rollout_frames, not a second one
+    np.testing.assert_array_equal(viewer.rewards, traj.reward)
+    np.testing.assert_array_equal(viewer.actions, traj.actions)
+    np.testing.assert_array_equal(viewer.dones, traj.done)
+    assert viewer.dones.tolist() == [False] * 4 + [True] + [False] * 3  # 5-step episodes
+    assert list(viewer.events) == list(env.event_keys)  # in the environment's order
+    for name, counts in viewer.events.items():
+        np.testing.assert_array_equal(counts, traj.info[name])
+    assert viewer.events["zaps_fired"].any(), "no zap in 8 random steps: the events are not shown"
+    assert viewer.action_names == env.action_names and viewer.players == ("player 0", "player 1")
+    assert viewer.title == "harvest_open: 8 steps, random actions" and "8 steps, 2 players" in repr(viewer)
+
+
+def test_the_page_holds_every_frame_and_the_numbers(viewer, page):
+    [data] = viewer_data(page)
+    assert len(data["frames"]) == NUM_STEPS + 1
+    for t in (0, 4, NUM_STEPS):
+        np.testing.assert_array_equal(png(data["frames"][t]), viewer.frames[t])
+    assert data["actions"] == viewer.actions.tolist() and data["dones"] == viewer.dones.tolist()
+    np.testing.assert_allclose(data["rewards"], viewer.rewards, atol=1e-6)
+    assert data["events"] == {name: counts.tolist() for name, counts in viewer.events.items()}
+    assert data["players"] == ["player 0", "player 1"] and data["action_names"] == list(viewer.action_names)
+    assert page.count('class="socialjax-viewer"') == 1 and "image-rendering:pixelated" in page
+
+
+def test_returns_start_again_after_an_episode_end():
+    viewer = small_viewer()
+    np.testing.assert_array_equal(viewer.returns, [[1, 0], [3, 0.25], [0.5, 0]])
+    [data] = viewer_data(viewer._repr_html_())
+    assert data["returns"] == [[1, 0], [3, 0.25], [0.5, 0]] and data["events"] == {"zaps": [[0, 1], [0, 0], [1, 0]]}
+    assert "<b>&lt;small&gt;</b>" in viewer.html()  # the title is escaped
+
+
+def test_the_saved_page_stands_alone(viewer, tmp_path):
+    path = viewer.save(tmp_path / "viewer.html")
+    text = path.read_text(encoding="utf-8")
+    assert text.startswith("<!DOCTYPE html>") and text.rstrip().endswith("</html>")
+    assert "http://" not in text and "https://" not in text  # nothing fetched: no URL at all
+    assert not re.search(r"""(src|href)\s*=\s*["']?(?!data:)[\w/.]""", text)  # nor a relative one
+    assert len(viewer_data(text)[0]["frames"]) == NUM_STEPS + 1
+
+
+def test_every_rendering_has_its_own_ids(viewer, page):
+    pages = [page, viewer.html(), small_viewer()._repr_html_()]
+    ids = [re.findall(r'id="([^"]+)"', p) for p in pages]
+    assert all(len(i) == 1 for i in ids) and len({i[0] for i in ids}) == 3
+    for p, [uid] in zip(pages, ids):
+        assert f'document.getElementById("{uid}")' in p
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_the_page_script_steps_through_the_frames(tmp_path):
+    viewer = small_viewer(frames=distinct_frames(t=7, h=2, w=3), rewards=[[1, 0], [2, 0.25], [0.5, 0]] * 2,
+                          actions=[[0, 1], [2, 0], [1, 1]] * 2, dones=[False, True, False, False, False, True],
+                          events={"zaps": [[0, 1], [0, 0], [1, 0]] * 2})
+    ran = subprocess.run(["node", str(PAGE_SCRIPT), str(viewer.save(tmp_path / "v.html"))], capture_output=True,
+                         text=True, timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    start, forward2, slider5, back, playing, end, again = json.loads(ran.stdout)
+    assert start["head"] == ["player", "action", "reward", "episode return", "zaps"]
+    assert start == {**start, "frame": 0, "step": "step 0 / 6 (reset)", "ended": "",
+                     "rows": [["player 0", "", "", "0", "0"], ["player 1", "", "", "0", "0"]]}
+    # frame 2: step 2's actions (2 = no name: its index), rewards, the episode's return, events; the episode ended
+    assert forward2["frame"] == 2 and forward2["step"] == "step 2 / 6" and "episode ended" in forward2["ended"]
+    assert forward2["rows"] == [["player 0", "2", "2", "3", "0"], ["player 1", "stay", "0.25", "0.25", "0"]]
+    assert slider5["frame"] == 5 and slider5["rows"][1] == ["player 1", "stay", "0.25", "0.25", "0"]
+    assert back["frame"] == 4 and back["rows"][0] == ["player 0", "stay", "1", "1.5", "0"]  # 0.5 + 1 since the end
+    assert playing["play"] == "pause" and end["frame"] == 6 and end["play"] == "play"
+    assert "episode ended" in end["ended"] and again["frame"] == 1  # play at the end starts over
+
+
+def test_viewer_errors(env, monkeypatch):
+    with pytest.raises(TypeError, match="only the grid games render"):
+        Viewer.from_rollout(sj.make("ipd", num_rounds=3), KEY, 3)
+    for steps in (0, -1, 2.0, True):
+        with pytest.raises(ValueError, match="num_steps must be a positive int"):
+            Viewer.from_rollout(env, KEY, steps)
+    with pytest.raises(ValueError, match=r"rewards must have shape \(T, N\) = \(3, N\) for 4 frames, got \(2, 2\)"):
+        small_viewer(rewards=[[1, 0], [2, 0]])
+    with pytest.raises(ValueError, match=r"actions must have shape \(T, N\) = \(3, 2\)"):
+        small_viewer(actions=[[0], [1], [2]])
+    with pytest.raises(TypeError, match="actions must be integer"):
+        small_viewer(actions=np.zeros((3, 2)))
+    with pytest.raises(ValueError, match=r"dones must have shape \(T,\) = \(3,\)"):
+        small_viewer(dones=[False, True])
+    with pytest.raises(ValueError, match=r"events\['zaps'\] must have shape"):
+        small_viewer(events={"zaps": [0, 1, 0]})
+    with pytest.raises(ValueError, match="rewards must be finite"):
+        small_viewer(rewards=[[1, 0], [np.nan, 0], [0, 0]])
+    with pytest.raises(ValueError, match="players must name the 2 players, got 1"):
+        small_viewer(players=("alone",))
+    with pytest.raises(ValueError, match="at least one step"):
+        small_viewer(frames=distinct_frames(t=1), rewards=np.zeros((0, 2)), actions=np.zeros((0, 2), int), dones=[],
+                     events={})
+    with pytest.raises(ValueError, match="scale"):
+        small_viewer(scale=0)
+    monkeypatch.setattr(viewer_module, "MAX_HTML_BYTES", 200)  # each 2x3 frame is about 100 bytes of base64 PNG
+    with pytest.raises(ValueError, match=r"would embed .* \(4 frames of 3x2 px\), more than .*: use fewer steps"):
+        small_viewer().html()
+
+
+def test_a_playback_without_frames_is_refused(env):
+    playback = sj.train.Playback(row=np.arange(2), rewards=np.zeros((3, 2)), actions=np.zeros((3, 2), int),
+                                 dones=np.zeros(3, bool), frames=None)
+    with pytest.raises(ValueError, match="render=True"):
+        Viewer.from_playback(playback, env)
+
+
+def test_a_playback_is_labelled_by_seat_and_member(env):
+    small = small_viewer()
+    playback = sj.train.Playback(row=np.array([1, 2]), rewards=small.rewards, actions=small.actions, dones=small.dones,
+                                 frames=small.frames, events=small.events, members=("learner 1", "tft"))
+    shown = Viewer.from_playback(playback, env)
+    assert shown.players == ("seat 0 (learner 1)", "seat 1 (tft)") and shown.action_names == env.action_names
+    assert shown.title == "harvest_open: trained population, 3 steps" and list(shown.events) == ["zaps"]
+
+
 # ------------------------------------------------------------------------------ cli
 def test_cli_render_writes_a_gif(tmp_path, capsys):
     out = tmp_path / "sub" / "harvest.gif"
@@ -261,6 +419,19 @@ def test_cli_render_writes_a_gif(tmp_path, capsys):
     assert str(out) in printed and "4 frames" in printed and "384x288" in printed
     with Image.open(out) as im:
         assert im.size == (384, 288) and im.n_frames <= 4
+
+
+def test_cli_render_writes_the_viewer(tmp_path, capsys):
+    out = tmp_path / "harvest.html"
+    code = cli.main(["render", "--env", "harvest_open", "--steps", "3", "--out", str(out), "--scale", "3",
+                     "--option", "num_agents=2", "--option", "episode=fixed", "--option", "episode_length=5"])
+    assert code == 0
+    assert "a viewer of 4 frames" in capsys.readouterr().out
+    text = out.read_text(encoding="utf-8")
+    [data] = viewer_data(text)
+    assert len(data["frames"]) == 4 and len(data["rewards"]) == 3
+    assert list(data["events"]) == list(sj.make("harvest_open").event_keys)
+    assert 'width="576" height="432"' in text and "harvest_open: 3 steps, random policy, seed 0" in text
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,8 @@ HOST:PORT --num-processes N --process-id I`` once per process: ``jax.distributed
 them, every process's devices get runs, and process 0 alone writes the results.
 ``socialjax evaluate DIR`` plays a trained population from its checkpoint;
 ``socialjax render --env cleanup --out cleanup.gif`` renders a random rollout of a grid
-game to a GIF / MP4, and ``--checkpoint DIR`` renders the trained population instead.
+game to a GIF / MP4 (or, ``--out FILE.html``, an interactive viewer of each step), and
+``--checkpoint DIR`` renders the trained population instead.
 ``socialjax results DIR`` prints a saved run's summary (``--csv OUT``: a long table).
 ``socialjax bench --envs cleanup --batch-sizes 1,64`` measures env-steps/s and
 agent-steps/s under random actions on this machine (:mod:`socialjax.bench`).

@@ -1,6 +1,8 @@
 """``socialjax render --env NAME --out FILE`` (a random or no-op rollout of a grid game)
-and ``socialjax render --checkpoint DIR --out FILE`` (a trained population), to a GIF or
-an MP4: every check runs before anything is compiled."""
+and ``socialjax render --checkpoint DIR --out FILE`` (a trained population), to a GIF, an
+MP4 or an HTML page with the interactive viewer (:class:`socialjax.viz.Viewer`: frame by
+frame, each player's action, reward and events beside it), chosen by the extension:
+every check runs before anything is compiled."""
 
 from __future__ import annotations
 
@@ -27,16 +29,21 @@ from socialjax.core.registry import env_class, make, registered_envs
 from socialjax.train import store
 from socialjax.train.playback import play
 from socialjax.viz import video
+from socialjax.viz.viewer import Viewer
 
 RENDER_POLICIES = ("random", "noop")
+VIEWER_EXTENSION = ".html"  # --out FILE.html: the interactive viewer, a standalone page
+OUT_EXTENSIONS = (*video.VIDEO_EXTENSIONS, VIEWER_EXTENSION)
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     render = subparsers.add_parser(
-        "render", help="render a rollout of a grid game to a GIF or MP4",
-        description="Render a rollout of a grid environment (one compiled scan) to a GIF (Pillow) or an MP4 "
-                    "(needs: pip install \"socialjax[video]\"), chosen by the extension of --out: random or "
-                    "no-op actions (--env), or a trained population (--checkpoint DIR from socialjax train).")
+        "render", help="render a rollout of a grid game to a GIF, an MP4 or an HTML viewer",
+        description="Render a rollout of a grid environment (one compiled scan) to a GIF (Pillow), an MP4 "
+                    "(needs: pip install \"socialjax[video]\") or an HTML page to step through it frame by frame "
+                    "with each player's action, reward and events (no kernel, no network), chosen by the extension "
+                    "of --out: random or no-op actions (--env), or a trained population (--checkpoint DIR from "
+                    "socialjax train).")
     render.add_argument("--env", default=None, help="environment name (see `socialjax envs`)")
     render.add_argument("--checkpoint", default=None, metavar="DIR",
                         help="render the trained population saved in DIR (socialjax train --out); the environment "
@@ -47,14 +54,15 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     render.add_argument("--row", type=ints, default=None, metavar="M0,M1,...",
                         help="with --checkpoint: the member in each seat (see socialjax evaluate --help)")
     render.add_argument("--steps", type=positive_int, default=200, help="steps to roll out (default 200)")
-    render.add_argument("--out", required=True, help="output file, .gif or .mp4")
+    render.add_argument("--out", required=True, help="output file: .gif, .mp4 or .html (the interactive viewer)")
     render.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     render.add_argument("--seed", type=non_negative_int, default=0, help="random seed (default 0)")
     render.add_argument("--fps", type=fps_value, default=10.0,
-                        help=f"frames per second, {video.MIN_FPS:g} to {video.MAX_FPS:g} (default 10)")
+                        help=f"frames per second, {video.MIN_FPS:g} to {video.MAX_FPS:g} (default 10; .html: "
+                             "the initial speed)")
     render.add_argument("--scale", type=scale_value, default=2,
                         help=f"integer upscaling, nearest neighbour, 1 to {video.MAX_SCALE} "
-                             "(default 2: 16 px per cell)")
+                             "(default 2: 16 px per cell; .html: the display size)")
     render.add_argument("--policy", choices=RENDER_POLICIES, default=None,
                         help="random: uniformly random actions (default); noop: every agent stands still")
     render.add_argument("--option", type=key_value, action="append", default=[], metavar="KEY=VALUE",
@@ -68,7 +76,7 @@ def main(args: argparse.Namespace) -> int:
     use_compile_cache(args)
     parser = args.subparser
     try:
-        out = store.check_out_file(args.out, overwrite=args.overwrite, suffixes=video.VIDEO_EXTENSIONS)
+        out = store.check_out_file(args.out, overwrite=args.overwrite, suffixes=OUT_EXTENSIONS)
     except store.OutputError as err:
         parser.error(f"--out: {err}")
     if out.suffix.lower() == ".mp4":
@@ -95,13 +103,17 @@ def main(args: argparse.Namespace) -> int:
     if args.policy == "noop":
         noop = jnp.full((env.num_agents,), env.noop_action, jnp.int32)
         policy = lambda key, obs: noop  # noqa: E731
-    _check_size(parser, env, args)
-    frames = video.rollout_frames(env, jax.random.key(args.seed), args.steps, policy=policy)
-    with store.replacing(out) as tmp:
-        video.save_video(frames, tmp, fps=args.fps, scale=args.scale)
-    t, h, w, _ = frames.shape
-    print(f"wrote {out}: {t} frames ({args.steps} steps of {args.env}, {args.policy} policy, seed {args.seed}), "
-          f"{w * args.scale}x{h * args.scale} px, {args.fps:g} fps")
+    _check_size(parser, env, args, out)
+    key = jax.random.key(args.seed)
+    if out.suffix.lower() == VIEWER_EXTENSION:
+        viewer = Viewer.from_rollout(env, key, args.steps, policy=policy, fps=args.fps, scale=args.scale,
+                                     title=f"{args.env}: {args.steps} steps, {args.policy} policy, seed {args.seed}")
+        frames = viewer.frames
+    else:
+        viewer, frames = None, video.rollout_frames(env, key, args.steps, policy=policy)
+    _write(parser, args, out, frames, viewer)
+    print(f"wrote {out}: {_counted(frames, out)} ({args.steps} steps of {args.env}, {args.policy} policy, "
+          f"seed {args.seed}), {_size(frames, args)}, {args.fps:g} fps")
     return 0
 
 
@@ -119,23 +131,54 @@ def _render_checkpoint(parser: argparse.ArgumentParser, args: argparse.Namespace
                      "use socialjax evaluate to play it")
     g, s = index
     row = check_row(parser, loaded.train, args.row)
-    _check_size(parser, loaded.env, args)
+    _check_size(parser, loaded.env, args, out)
     result = play(loaded.train, loaded.learners(g, s), jax.random.key(args.seed), args.steps, row=row, render=True,
                   greedy=args.greedy)
-    with store.replacing(out) as tmp:
-        video.save_video(result.frames, tmp, fps=args.fps, scale=args.scale)
-    t, h, w, _ = result.frames.shape
+    acting = "greedy" if args.greedy else "sampled"
+    viewer = None
+    if out.suffix.lower() == VIEWER_EXTENSION:
+        title = (f"{loaded.env_name}: trained population from {loaded.path}, run ({g}, {s}), {args.steps} steps, "
+                 f"{acting} actions, seed {args.seed}")
+        viewer = Viewer.from_playback(result, loaded.env, title=title, fps=args.fps, scale=args.scale)
+    _write(parser, args, out, result.frames, viewer)
     returns = ", ".join(f"{r:g}" for r in result.rewards.sum(axis=0))
-    print(f"wrote {out}: {t} frames ({args.steps} steps of {loaded.env_name}, trained population from "
-          f"{loaded.path}, run ({g}, {s}), {'greedy' if args.greedy else 'sampled'} actions, seed {args.seed}), "
-          f"{w * args.scale}x{h * args.scale} px, {args.fps:g} fps; return per seat: {returns}")
+    print(f"wrote {out}: {_counted(result.frames, out)} ({args.steps} steps of {loaded.env_name}, trained population "
+          f"from {loaded.path}, run ({g}, {s}), {acting} actions, seed {args.seed}), {_size(result.frames, args)}, "
+          f"{args.fps:g} fps; return per seat: {returns}")
     return 0
 
 
-def _check_size(parser: argparse.ArgumentParser, env, args: argparse.Namespace) -> None:
-    """Refuse, before the rollout, a video too large to write (``--steps`` x ``--scale``)."""
+def _write(parser: argparse.ArgumentParser, args: argparse.Namespace, out, frames, viewer: Viewer | None) -> None:
+    """Write ``frames`` as a video (``viewer`` None), or ``viewer``'s page, atomically to ``out``."""
+    if viewer is None:
+        with store.replacing(out) as tmp:
+            video.save_video(frames, tmp, fps=args.fps, scale=args.scale)
+        return
     try:
-        video.check_video_size(video.frame_shape(env), args.steps + 1, args.scale)
+        page = viewer.html()
+    except ValueError as err:  # beyond the page's size limit
+        parser.error(f"--steps {args.steps}: {err}")
+    with store.replacing(out) as tmp:
+        tmp.write_text(page, encoding="utf-8")
+
+
+def _counted(frames, out) -> str:
+    """``"201 frames"``, or for the viewer ``"a viewer of 201 frames"``."""
+    return f"{'a viewer of ' if out.suffix.lower() == VIEWER_EXTENSION else ''}{len(frames)} frames"
+
+
+def _size(frames, args: argparse.Namespace) -> str:
+    """``"384x288 px"``: the frames' size on screen."""
+    _, h, w, _ = frames.shape
+    return f"{w * args.scale}x{h * args.scale} px"
+
+
+def _check_size(parser: argparse.ArgumentParser, env, args: argparse.Namespace, out) -> None:
+    """Refuse, before the rollout, a video too large to write (``--steps`` x ``--scale``;
+    a viewer holds its frames unscaled)."""
+    scale = 1 if out.suffix.lower() == VIEWER_EXTENSION else args.scale
+    try:
+        video.check_video_size(video.frame_shape(env), args.steps + 1, scale)
     except ValueError as err:
         parser.error(f"--steps {args.steps} --scale {args.scale}: {err}")
 

@@ -6,6 +6,7 @@ learners' recurrent state carried, and every state optionally rendered.
     out = sj.train.play(train, state.learners, jax.random.key(1), num_steps=200, render=True)
     sj.viz.save_gif(out.frames, "trained.gif")
     out.rewards.sum(axis=0)              # (N,) return of each seat over the rollout
+    sj.viz.Viewer.from_playback(out, train.env)   # step through it in Jupyter / HTML
 
 A seating ``row`` ``(N,) int`` names the member in each seat: learners ``0 .. L-1``,
 then the population's scripted members (``L ..``). By default it is the training
@@ -26,20 +27,25 @@ import jax.numpy as jnp
 import numpy as np
 
 from socialjax.train import seated
-from socialjax.viz.video import _render, can_render
+from socialjax.viz.video import _render, can_render, in_event_order, player_events
 
 
 @dataclasses.dataclass
 class Playback:
     """What :func:`play` returns (numpy arrays): ``rewards`` ``(T, N)``, ``actions``
     ``(T, N)``, ``dones`` ``(T,)``, and ``frames`` ``(T + 1, 8 H, 8 W, 3) uint8`` (the
-    reset state, then the state after each step) when rendered, else ``None``."""
+    reset state, then the state after each step) when rendered, else ``None``;
+    ``events`` ``{name: (T, N)}``: the environment's ``event_keys`` its ``info`` carries
+    per seat; ``members``: the member in each seat, ``"learner 0"`` or a scripted
+    member's name."""
 
     row: np.ndarray
     rewards: np.ndarray
     actions: np.ndarray
     dones: np.ndarray
     frames: np.ndarray | None
+    events: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
+    members: tuple[str, ...] = ()
 
 
 def default_row(train) -> np.ndarray:
@@ -64,6 +70,12 @@ def check_row(train, row: Sequence[int] | None) -> np.ndarray:
             f"{plan.num_scripted} scripted), got {row.tolist()}"
         )
     return row.astype(np.int32)
+
+
+def member_names(train, row: np.ndarray) -> tuple[str, ...]:
+    """The member of each seat of ``row``: ``"learner m"``, or a scripted member's name."""
+    L = train.plan.num_learners
+    return tuple(f"learner {m}" if m < L else train.scripted[m - L].name for m in row.tolist())
 
 
 def play(
@@ -100,7 +112,7 @@ def play(
         )
     if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
         key = jax.random.key(int(key))
-    rewards, actions, dones, frames = _play(
+    rewards, actions, dones, events, frames = _play(
         train, jax.tree_util.tree_map(jnp.asarray, learners), key, jnp.asarray(row), params, int(num_steps),
         bool(render), bool(greedy),
     )
@@ -110,6 +122,8 @@ def play(
         actions=np.asarray(actions),
         dones=np.asarray(dones),
         frames=None if frames is None else np.asarray(frames),
+        events=in_event_order(env, events),
+        members=member_names(train, row),
     )
 
 
@@ -127,16 +141,17 @@ def _play(train, learners, key, row, params, num_steps: int, render: bool, greed
 
     def step(games, key_t):
         key_act, key_script, key_env = jax.random.split(key_t, 3)
-        games, (raw, actions, done, _) = seated.step(table, seat_states, games, key_act, key_script, key_env[None],
-                                                     greedy=greedy)
+        games, (raw, actions, done, info) = seated.step(table, seat_states, games, key_act, key_script,
+                                                        key_env[None], greedy=greedy)
         frame = _render(env, jax.tree_util.tree_map(lambda x: x[0], games.state)) if render else None
-        return games, (raw[0], actions[0], done[0], frame)
+        events = {k: v[0] for k, v in player_events(env, info, N).items()}
+        return games, (raw[0], actions[0], done[0], events, frame)
 
     games = seated.start(jax.tree_util.tree_map(one, obs), jax.tree_util.tree_map(one, state), N, learner.hidden_size)
-    _, (rewards, actions, dones, frames) = jax.lax.scan(step, games, jax.random.split(key_run, num_steps))
+    _, (rewards, actions, dones, events, frames) = jax.lax.scan(step, games, jax.random.split(key_run, num_steps))
     if render:
         frames = jnp.concatenate([first, frames])
-    return rewards, actions, dones, frames
+    return rewards, actions, dones, events, frames
 
 
 def as_run(tree: Any, *index: int) -> Any:

@@ -3,7 +3,10 @@
 - :func:`rollout_frames`: a compiled rollout of any environment with ``render(state)``
   (the grid games), every state rendered inside the scan: ``(T + 1, 8 H, 8 W, 3) uint8``.
 - :func:`save_gif` (Pillow), :func:`save_mp4` (``pip install "socialjax[video]"``),
-  :func:`save_video` (by extension), :func:`animate` (a Jupyter player).
+  :func:`save_video` (by extension), :func:`animate` (a Jupyter player of frames).
+- :class:`Viewer`: step through a rollout or a trained population's game frame by frame,
+  each player's action, reward, return and events beside the frame, in Jupyter or as a
+  standalone HTML file (:mod:`socialjax.viz.viewer`).
 - :func:`colour_legend`: the sprite colours as a Markdown table.
 - :mod:`socialjax.viz.plots`: matplotlib plots of results arrays.
 """
@@ -20,9 +23,11 @@ from socialjax.viz.video import (
     save_video,
     upscale,
 )
+from socialjax.viz.viewer import Viewer
 
 __all__ = [
     "VIDEO_EXTENSIONS",
+    "Viewer",
     "animate",
     "can_render",
     "colour_legend",

@@ -10,6 +10,8 @@ host afterwards::
     frames = sj.viz.rollout_frames(env, jax.random.key(0), num_steps=200)  # (201, 144, 192, 3)
     sj.viz.save_gif(frames, "harvest.gif", fps=10, scale=2)
     sj.viz.animate(frames)   # in Jupyter: an HTML/JavaScript player
+    run = sj.viz.video.record_rollout(env, jax.random.key(0), 200)  # the same compiled call:
+    run.frames, run.rewards, run.actions, run.dones, run.events   # what sj.viz.Viewer shows
 
 GIFs need only Pillow (which matplotlib already requires); MP4 needs
 ``pip install "socialjax[video]"`` (imageio and imageio-ffmpeg, which bundles ffmpeg).
@@ -21,7 +23,7 @@ import os
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import numpy as np
@@ -52,11 +54,59 @@ def _render(env, state) -> jax.Array:
     return env.render(state)
 
 
+class Recording(NamedTuple):
+    """What :func:`record_rollout` returns (numpy arrays): ``frames`` ``(T + 1, 8 H, 8 W,
+    3) uint8`` (the reset state, then the state after each step), ``rewards`` ``(T, N)``,
+    ``actions`` ``(T, N)``, ``dones`` ``(T,)`` and ``events`` ``{name: (T, N)}``: the
+    environment's ``event_keys`` that its ``info`` carries per player."""
+
+    frames: np.ndarray
+    rewards: np.ndarray
+    actions: np.ndarray
+    dones: np.ndarray
+    events: dict[str, np.ndarray]
+
+
+def player_events(env, info: dict, num_agents: int) -> dict[str, Any]:
+    """The entries of ``info`` named by ``env.event_keys`` with one value per player
+    (last axis ``N``); others (e.g. a game-level flag) are left out."""
+    return {k: info[k] for k in getattr(env, "event_keys", ())
+            if k in info and info[k].shape[-1:] == (num_agents,)}
+
+
+def in_event_order(env, events: dict[str, Any]) -> dict[str, np.ndarray]:
+    """``events`` (out of a compiled call, which sorts a dict's keys) as numpy arrays in
+    the order of ``env.event_keys``."""
+    return {k: np.asarray(events[k]) for k in getattr(env, "event_keys", ()) if k in events}
+
+
 @partial(jax.jit, static_argnames=("env", "num_steps", "policy"))
-def _rollout(env, key: jax.Array, params, num_steps: int, policy: Policy | None) -> jax.Array:
+def _rollout(env, key: jax.Array, params, num_steps: int, policy: Policy | None) -> Recording:
     act = None if policy is None else (lambda k, obs, state: policy(k, obs))
-    states = rollout(env, key, num_steps, params=params, policy=act).state  # (T + 1, ...)
-    return jax.vmap(lambda state: _render(env, state))(states)
+    traj = rollout(env, key, num_steps, params=params, policy=act)
+    frames = jax.vmap(lambda state: _render(env, state))(traj.state)  # (T + 1, ...)
+    events = player_events(env, traj.info, traj.reward.shape[-1])
+    return Recording(frames, traj.reward, traj.actions, traj.done, events)
+
+
+def record_rollout(env, key, num_steps: int, policy: Policy | None = None, params=None) -> Recording:
+    """Run ``env`` for ``num_steps`` steps, render every state and keep each step's
+    rewards, actions, dones and per-player events: one compiled call per ``(env,
+    num_steps, policy)`` (the one :func:`rollout_frames` uses). The arguments are those
+    of :func:`rollout_frames`; the run is :func:`socialjax.rollout.rollout`'s with the
+    same key, so its rewards are that function's."""
+    if not can_render(env):
+        raise TypeError(f"{getattr(env, 'name', type(env).__name__)} ({type(env).__name__}) has no "
+                        "render(state) method: only the grid games render")
+    if isinstance(num_steps, bool) or not isinstance(num_steps, (int, np.integer)) or num_steps < 0:
+        raise ValueError(f"num_steps must be a non-negative int, got {num_steps!r}")
+    if policy is not None and not callable(policy):
+        raise TypeError(f"policy must be callable as policy(key, obs) -> actions, got {type(policy).__name__}")
+    if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+        key = jax.random.key(int(key))
+    params = env.resolve_single_params(params)
+    run = jax.device_get(_rollout(env, key, params, int(num_steps), policy))
+    return run._replace(events=in_event_order(env, run.events))
 
 
 def rollout_frames(env, key, num_steps: int, policy: Policy | None = None, params=None) -> np.ndarray:
@@ -74,21 +124,10 @@ def rollout_frames(env, key, num_steps: int, policy: Policy | None = None, param
     Returns:
         ``(T + 1, 8 H, 8 W, 3) uint8`` numpy frames: the reset state, then the state
         after each step. One compile per ``(env, num_steps, policy)``: pass the same
-        objects to reuse it.
+        objects to reuse it (:func:`record_rollout` shares it, and keeps the rewards,
+        actions and events too).
     """
-    if not can_render(env):
-        raise TypeError(
-            f"{getattr(env, 'name', type(env).__name__)}: rollout_frames needs an environment "
-            f"with a render(state) method (the grid games have one); {type(env).__name__} has none"
-        )
-    if isinstance(num_steps, bool) or not isinstance(num_steps, (int, np.integer)) or num_steps < 0:
-        raise ValueError(f"num_steps must be a non-negative int, got {num_steps!r}")
-    if policy is not None and not callable(policy):
-        raise TypeError(f"policy must be callable as policy(key, obs) -> actions, got {type(policy).__name__}")
-    if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
-        key = jax.random.key(int(key))
-    params = env.resolve_single_params(params)
-    return np.asarray(jax.device_get(_rollout(env, key, params, int(num_steps), policy)))
+    return record_rollout(env, key, num_steps, policy, params).frames
 
 
 # ------------------------------------------------------------------------------ export
