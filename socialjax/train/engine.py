@@ -167,8 +167,9 @@ def run_job(
     call where a signal can stop them (the main thread of one process), in calls of
     ``segment`` updates otherwise (default: ``job.log_every`` with progress lines, all),
     with a line to ``progress`` (``True``: a :class:`Progress` of ``job.progress_line``,
-    headed ``label``, when ``job.log_every``; in a Jupyter kernel a
-    :class:`~socialjax.viz.live.LiveDisplay` instead) every ``job.log_every`` updates,
+    headed ``label``, when ``job.log_every``) every ``job.log_every`` updates (in a
+    Jupyter kernel a :class:`~socialjax.viz.live.LiveDisplay` instead, redrawn every
+    ``job.log_every`` updates, or every tenth of the run when that is 0),
     every segment's tracked values to each of ``trackers`` (opened here with the runs'
     :class:`~socialjax.train.tracking.RunSet`, left open for their owner; process 0
     alone), a :class:`Snapshot` to ``on_segment`` every ``segment`` updates, and from
@@ -186,8 +187,9 @@ def run_job(
         enable_cache(None if compile_cache is True else compile_cache)
     shows = bool(progress) and bool(job.log_every)
     K = _segment_length(segment, job, shows)
-    live = LiveDisplay(job.headline, job.progress_line, job.log_every, label) \
-        if progress is True and shows and in_notebook() else None
+    # in Jupyter a live display instead of lines: every log_every updates, or every tenth of the run without them
+    live = LiveDisplay(job.headline, job.progress_line, job.log_every or max(U // 10, 1), label) \
+        if progress is True and in_notebook() else None
     progress = _progress(progress, job, label) if live is None else None
     trackers = [*trackers, *([live] if live is not None else [])] if jax.process_index() == 0 else []
     runs = RunSet(label or str(job.meta.get("env", "run")), grid, seeds, U, job.meta)

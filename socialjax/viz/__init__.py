@@ -7,11 +7,14 @@
 - :class:`Viewer`: step through a rollout or a trained population's game frame by frame,
   each player's action, reward, return and events beside the frame, in Jupyter or as a
   standalone HTML file (:mod:`socialjax.viz.viewer`).
+- :class:`LiveDisplay`: a training run's progress and curves, redrawn in place in Jupyter
+  (what ``sj.train.run`` and ``reproduce`` show there; :mod:`socialjax.viz.live`).
 - :func:`colour_legend`: the sprite colours as a Markdown table.
 - :mod:`socialjax.viz.plots`: matplotlib plots of results arrays.
 """
 
 from socialjax.viz.legend import colour_legend
+from socialjax.viz.live import LiveDisplay
 from socialjax.viz.plots import mean_ci95, plot_bands
 from socialjax.viz.video import (
     VIDEO_EXTENSIONS,
@@ -27,6 +30,7 @@ from socialjax.viz.viewer import Viewer
 
 __all__ = [
     "VIDEO_EXTENSIONS",
+    "LiveDisplay",
     "Viewer",
     "animate",
     "can_render",

@@ -68,9 +68,8 @@ class LiveDisplay:
             v = np.asarray(values[k], np.float64)
             self._curves[k][:, :, update:update + v.shape[1]] = v.reshape(G, S, -1)
             self._done = update + v.shape[1]
-        tick = self._done // self.every > self._drawn_at // self.every or self._done == runs.num_updates
-        last = self._done == runs.num_updates
-        if last or (tick and time.perf_counter() - self._last_draw >= self.min_seconds):
+        tick = self._done // self.every > self._drawn_at // self.every  # a multiple of every passed since the last draw
+        if self._done == runs.num_updates or (tick and time.perf_counter() - self._last_draw >= self.min_seconds):
             self.draw()
 
     def draw(self) -> None:
@@ -106,7 +105,9 @@ class LiveDisplay:
                 with warnings.catch_warnings():  # an update where no seed ended an episode has no return: NaN
                     warnings.simplefilter("ignore", RuntimeWarning)
                     mean = np.nanmean(self._curves[k][g, :, :self._done], axis=0)
-                ax.plot(x, mean, lw=1.2, label=runs.point_name(g) or None)
+                ok = np.isfinite(mean)  # joined over the updates without a value (no episode ended)
+                ax.plot(x[ok], mean[ok], lw=1.2, marker="." if ok.sum() < 30 else None, ms=3,
+                        label=runs.point_name(g) or None)
             ax.set_title(k, fontsize=9)
             ax.set_xlabel("update", fontsize=8)
             ax.tick_params(labelsize=7)
