@@ -1,8 +1,9 @@
-"""Tools for testing environments: the contract checks, a retrace guard, and the library
-rollout (:func:`socialjax.rollout.rollout`, re-exported here).
+"""Tools for testing environments: the contract checks and the library rollout
+(:func:`socialjax.rollout.rollout`, re-exported here).
 
 For anyone writing an environment (and for socialjax's own tests)::
 
+    import chex
     import jax
     from socialjax import testing
 
@@ -11,8 +12,15 @@ For anyone writing an environment (and for socialjax's own tests)::
     traj = run(jax.random.split(jax.random.key(0), 8))   # 8 envs x 100 random steps
     traj.reward                                # (8, 100, N)
 
-    step = testing.assert_max_traces(env.step, n=1)   # a guard against recompiling
+    step = chex.assert_max_traces(env.step, n=1)   # a guard against recompiling
     sweep = jax.jit(jax.vmap(step))            # call it with new params: still one trace
+
+``check_env`` compares trees with chex's assertions (``chex.assert_trees_all_equal_shapes_and_dtypes``
+for the shapes, ``chex.assert_trees_all_equal`` / ``chex.assert_trees_all_close`` for the values,
+``chex.assert_tree_all_finite`` for the rewards); a failure names the contract's rule
+first, then chex's message (which leaf, what differs). The retrace guard is chex's
+``chex.assert_max_traces``, and a rule test checks a function with and without ``jit``
+with ``chex.variants`` (docs/testing.md, "Rule tests with and without jit").
 
 Everything here uses only the public API of an environment (``reset``, ``step``,
 ``sample_actions``, ``action_space``, ``observation_space``, ``global_observation``,
@@ -22,9 +30,9 @@ works for wrappers too. Shapes: ``N = num_agents``, ``T = num_steps``, ``B`` env
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -33,7 +41,7 @@ from socialjax.core.spaces import Box, Dict, Discrete, Space
 from socialjax.core.wrappers import Wrapper
 from socialjax.rollout import Trajectory, rollout, rollout_keys
 
-__all__ = ["Trajectory", "assert_max_traces", "check_env", "rollout"]
+__all__ = ["ATOL", "RTOL", "Trajectory", "assert_trees_same", "check_env", "rollout"]
 
 
 def _auto_reset_key(key_step: jax.Array) -> jax.Array:
@@ -45,6 +53,7 @@ def _auto_reset_key(key_step: jax.Array) -> jax.Array:
 # --------------------------------------------------------------------------- contract
 INFO_KEYS = ("terminated", "truncated", "invalid_action", "final_obs")
 INVALID_RATE = 0.125  # fraction of actions check_env replaces by out-of-range ones
+RTOL, ATOL = 2e-3, 1e-5  # floats of two programs that need not agree bit for bit
 
 
 def check_env(
@@ -56,9 +65,11 @@ def check_env(
     num_steps: int = 100,
     exact: bool | None = None,
     alone: bool = True,
+    eager_steps: int = 3,
 ) -> Trajectory:
     """Check ``env`` against the socialjax environment contract (README, "The
-    environment contract"); raise ``AssertionError`` naming the rule broken.
+    environment contract"); raise ``AssertionError`` naming the rule broken (and, where
+    a chex assertion found it, chex's message: which leaf, what differs).
 
     1. Shapes, before anything is compiled (``jax.eval_shape``): ``reset`` returns
        observations ``(N, *space.shape)`` of the observation space's dtype (each entry
@@ -86,6 +97,15 @@ def check_env(
        ``exact`` (default: on the CPU backend, where XLA computes float32 the same way in
        every program); otherwise integer and bool leaves equal and floats within
        ``rtol=2e-3, atol=1e-5`` (GPU reductions may sum in another order).
+    4. Without ``jit``: ``reset`` and the first ``eager_steps`` steps of env 0, called
+       eagerly (op by op, as when stepping by hand or in a debugger) with its keys and
+       actions, give env 0's trajectory of the batch: what an environment does must not
+       depend on being traced (e.g. a branch taken only on concrete values, or a value
+       cached during a trace). Integer and bool leaves equal, floats within
+       ``rtol=2e-3, atol=1e-5`` on every backend (a compiled program may fuse
+       arithmetic, e.g. ``c - a * b`` into one multiply-add, that op-by-op calls round
+       in between). Eager calls dispatch every operation on its own: a few seconds for
+       a grid game.
 
     Args:
         env: an environment or wrapper (wrappers pass the state of the environment
@@ -97,28 +117,26 @@ def check_env(
         exact: see 3.
         alone: run env 1 alone and compare (3; a second compilation). ``False``
             skips that part, e.g. for a second map of a game already checked alone.
+        eager_steps: the steps of 4, at most ``num_steps``; ``0`` skips 4.
 
     Returns:
         The checked trajectory, ``(B, T, ...)`` leaves (a :class:`Trajectory`; ``actions``
         include the out-of-range ones), so a test can check more without compiling
         again.
     """
-    name = getattr(env, "name", type(env).__name__)
-
-    def check(ok, message):
-        if not bool(ok):
-            raise AssertionError(f"{name}: {message}")
-
+    rules = _Rules(getattr(env, "name", type(env).__name__))
     if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
         key = jax.random.key(int(key))
-    check(int(num_envs) >= 2, f"check_env needs num_envs >= 2, got {num_envs}")
-    check(int(num_steps) >= 1, f"check_env needs num_steps >= 1, got {num_steps}")
+    rules.check(int(num_envs) >= 2, f"check_env needs num_envs >= 2, got {num_envs}")
+    rules.check(int(num_steps) >= 1, f"check_env needs num_steps >= 1, got {num_steps}")
+    rules.check(0 <= int(eager_steps) <= int(num_steps),
+                f"check_env needs 0 <= eager_steps <= num_steps={num_steps}, got {eager_steps}")
     params = env.default_params if params is None else params
     act_space = env.action_space(params)
     exact = jax.default_backend() == "cpu" if exact is None else exact
 
     # 1. shapes and dtypes, traced only
-    _check_step_shapes(check, env, key, params)
+    _check_step_shapes(rules, env, key, params)
 
     # 2. the batched rollout, once compiled
     bad_action = _out_of_range(act_space)
@@ -126,50 +144,68 @@ def check_env(
     keys = jax.random.split(key, num_envs)
     run = jax.jit(jax.vmap(one, in_axes=(0, None)))
     checked = jax.device_get(run(keys, params))
-    _check_trajectory(check, env, params, checked, bad_action, num_steps)
+    _check_trajectory(rules, env, params, checked, bad_action, num_steps)
 
     # 3. determinism
-    _check_determinism(check, run, one if alone else None, keys, params, checked, exact)
+    _check_determinism(rules, run, one if alone else None, keys, params, checked, exact)
+
+    # 4. without jit
+    _check_eager(rules, env, params, keys[0], _at(checked[0], 0), num_steps, int(eager_steps))
     return checked[0]
 
 
-def _check_step_shapes(check, env, key, params) -> None:
+class _Rules:
+    """How check_env reports a broken rule: ``AssertionError("<env name>: <rule>")``,
+    followed by chex's message where a chex assertion found it."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def check(self, ok, rule: str) -> None:
+        if not bool(ok):
+            raise AssertionError(f"{self.name}: {rule}")
+
+    def chex(self, assertion: Callable, *args, rule: str, **kwargs) -> None:
+        """``assertion(*args, **kwargs)``, a chex assertion; its failure raised as ``rule``'s."""
+        try:
+            assertion(*args, **kwargs)
+        except AssertionError as e:
+            raise AssertionError(f"{self.name}: {rule} {e}") from None
+
+
+def _check_step_shapes(rules: _Rules, env, key, params) -> None:
     """check_env's part 1: the shapes and dtypes of reset, sample_actions and step,
     traced only (``jax.eval_shape``)."""
     n = env.num_agents
     obs_space, act_space = env.observation_space(params), env.action_space(params)
+    world_space = env.global_observation_space(params)
+    shaped = chex.assert_trees_all_equal_shapes_and_dtypes
     obs, state = jax.eval_shape(env.reset, key, params)
-    _check_obs_shapes(check, obs, obs_space, (n,), "reset's observation")
+    rules.chex(shaped, obs, _shapes(obs_space, (n,)),
+               rule=f"reset's observation must be (N={n}, *shape) of each entry's dtype ({obs_space}):")
     world = jax.eval_shape(env.global_observation, state, params)
-    _check_obs_shapes(check, world, env.global_observation_space(params), (), "the global observation")
+    rules.chex(shaped, world, _shapes(world_space, ()),
+               rule=f"the global observation must have the shapes and dtypes of {world_space} (no agent axis):")
     acts = jax.eval_shape(env.sample_actions, key, params)
-    want = (n, *act_space.shape)
-    check(
-        acts.shape == want and acts.dtype == act_space.dtype,
-        f"sample_actions must give {want} {act_space.dtype} (N={n}, {act_space}), got {acts.shape} {acts.dtype}",
-    )
-    out = jax.eval_shape(env.step, key, state, acts, params)
-    step_obs, step_state, reward, done, info = out
-    _check_same_shapes(check, step_obs, obs, "step's observation", "reset's")
-    _check_same_shapes(check, step_state, state, "step's state", "reset's")
-    check(
-        reward.shape == (n,) and reward.dtype == jnp.float32,
-        f"reward must be ({n},) float32 (one per agent), got {reward.shape} {reward.dtype}",
-    )
-    check(done.shape == () and done.dtype == jnp.bool_, f"done must be a () bool, got {done.shape} {done.dtype}")
-    check(isinstance(info, dict), f"info must be a dict, got {type(info).__name__}")
+    rules.chex(shaped, acts, _shapes(act_space, (n,)),
+               rule=f"sample_actions must give (N={n}, *shape) of the dtype of {act_space}:")
+    step_obs, step_state, reward, done, info = jax.eval_shape(env.step, key, state, acts, params)
+    rules.check(isinstance(info, dict), f"info must be a dict, got {type(info).__name__}")
     missing = [k for k in INFO_KEYS if k not in info]
-    check(not missing, f"info lacks {missing} (every step's info has {list(INFO_KEYS)})")
-    for k in ("terminated", "truncated"):
-        x = info[k]
-        check(x.shape == () and x.dtype == jnp.bool_, f'info["{k}"] must be a () bool, got {x.shape} {x.dtype}')
-    x = info["invalid_action"]
-    check(x.shape == (n,) and x.dtype == jnp.bool_,
-          f'info["invalid_action"] must be ({n},) bool, got {x.shape} {x.dtype}')
-    _check_same_shapes(check, info["final_obs"], obs, 'info["final_obs"]', "the observation")
+    rules.check(not missing, f"info lacks {missing} (every step's info has {list(INFO_KEYS)})")
+    flag, flags = jax.ShapeDtypeStruct((), jnp.bool_), jax.ShapeDtypeStruct((n,), jnp.bool_)
+    rules.chex(
+        shaped,
+        {"obs": step_obs, "state": step_state, "reward": reward, "done": done, "info": {k: info[k] for k in INFO_KEYS}},
+        {"obs": obs, "state": state, "reward": jax.ShapeDtypeStruct((n,), jnp.float32), "done": flag,
+         "info": {"terminated": flag, "truncated": flag, "invalid_action": flags, "final_obs": obs}},
+        rule=f"step must return reset's shapes and dtypes of obs and state, reward ({n},) float32 (one per agent), "
+             f'done () bool, info["terminated"] and ["truncated"] () bool, ["invalid_action"] ({n},) bool and '
+             '["final_obs"] shaped like obs:',
+    )
 
 
-def _check_trajectory(check, env, params, checked, bad_action, num_steps: int) -> None:
+def _check_trajectory(rules: _Rules, env, params, checked, bad_action, num_steps: int) -> None:
     """check_env's part 2 on the batch's ``checked = (traj, bad, reset_obs, reset_state,
     world)`` (numpy leaves, ``(B, T, ...)``)."""
     traj, bad, reset_obs, reset_state, world = checked
@@ -180,50 +216,89 @@ def _check_trajectory(check, env, params, checked, bad_action, num_steps: int) -
                 ("a global observation", world, env.global_observation_space(params)))
     for what, x, space in observed:
         for part, part_space, label in _obs_parts(x, space):
-            check(np.asarray(part_space.contains(part)), f"{what}{label} lies outside {part_space}")
-    check(np.isfinite(traj.reward).all(), "rewards must be finite")
+            rules.check(np.asarray(part_space.contains(part)), f"{what}{label} lies outside {part_space}")
+    rules.chex(chex.assert_tree_all_finite, traj.reward, rule="rewards must be finite:")
     term, trunc = info["terminated"], info["truncated"]
-    check(np.array_equal(done, term | trunc), 'done must equal info["terminated"] | info["truncated"]')
-    check(not np.any(term & trunc), 'info["terminated"] and info["truncated"] are never both True')
+    rules.check(np.array_equal(done, term | trunc), 'done must equal info["terminated"] | info["truncated"]')
+    rules.check(not np.any(term & trunc), 'info["terminated"] and info["truncated"] are never both True')
     if bad_action is not None:
-        check(np.asarray(act_space.valid(traj.actions))[~bad].all(), f"sample_actions gave actions outside {act_space}")
-        check(
+        rules.check(np.asarray(act_space.valid(traj.actions))[~bad].all(),
+                    f"sample_actions gave actions outside {act_space}")
+        rules.check(
             np.array_equal(info["invalid_action"], bad),
             f'info["invalid_action"] must flag exactly the out-of-range actions ({int(bad.sum())} given, '
             f'{int(info["invalid_action"].sum())} flagged, {int((info["invalid_action"] != bad).sum())} wrong)',
         )
     else:  # no out-of-range value exists (e.g. a Dict action space): nothing to flag
-        check(np.asarray(act_space.contains(traj.actions)), f"sample_actions gave actions outside {act_space}")
-        check(not info["invalid_action"].any(), 'info["invalid_action"] flags valid actions')
-    check(done.any(axis=1).all(), f"no episode ended within num_steps={num_steps} steps in some env: pass more steps")
+        rules.check(np.asarray(act_space.contains(traj.actions)), f"sample_actions gave actions outside {act_space}")
+        rules.check(not info["invalid_action"].any(), 'info["invalid_action"] flags valid actions')
+    rules.check(done.any(axis=1).all(),
+                f"no episode ended within num_steps={num_steps} steps in some env: pass more steps")
     # the step that ends an episode returns the next one's first observation and state
-    after = lambda tree: jax.tree_util.tree_map(lambda x: x[:, 1:], tree)  # noqa: E731
-    leaves = jax.tree_util.tree_leaves
-    for what, got, fresh in (
-        ("observation", after(traj.obs), reset_obs),
-        ("state", after(_inner_state(env, traj.state)), reset_state),
-    ):
-        for x, y in zip(leaves(got), leaves(fresh)):
-            check(np.array_equal(x[done], y[done]), f"on a done step, step must return the {what} of a fresh reset")
-    for final, got in zip(leaves(info["final_obs"]), leaves(after(traj.obs))):
-        check(np.array_equal(final[~done], got[~done]),
-              'info["final_obs"] must equal the observation on a step without done')
+    next_obs, next_state = _at(traj.obs, np.s_[:, 1:]), _at(_inner_state(env, traj.state), np.s_[:, 1:])
+    rules.chex(chex.assert_trees_all_equal, _at(next_obs, done), _at(reset_obs, done),
+               rule="on a done step, step must return the observation of a fresh reset:")
+    rules.chex(chex.assert_trees_all_equal, _at(next_state, done), _at(reset_state, done),
+               rule="on a done step, step must return the state of a fresh reset:")
+    rules.chex(chex.assert_trees_all_equal, _at(info["final_obs"], ~done), _at(next_obs, ~done),
+               rule='info["final_obs"] must equal the observation on a step without done:')
 
 
-def _check_determinism(check, run, one, keys, params, checked, exact: bool) -> None:
+def _check_determinism(rules: _Rules, run, one, keys, params, checked, exact: bool) -> None:
     """check_env's part 3: ``run`` (the batch) again gives ``checked``, and ``one`` (env 1
     alone; ``None``: not compared) gives env 1 of the batch."""
     again = jax.device_get(run(keys, params))
-    check(_tree_equal(again, checked), "the same keys gave different trajectories")
+    rules.chex(assert_trees_same, again, checked, exact=True, rule="the same keys gave different trajectories:")
     if one is not None:
         single = jax.device_get(jax.jit(one)(keys[1], params))
-        in_batch = jax.tree_util.tree_map(lambda x: x[1], checked)
-        how = "bit for bit" if exact else "to rtol=2e-3, atol=1e-5"
-        check(
-            _tree_equal(single, in_batch, exact),
-            f"env 1 run alone must give env 1's trajectory of the batch ({how}): does the env depend on the "
-            "batch, or on a value fixed while tracing (e.g. numpy randomness)?",
+        in_batch = _at(checked, 1)
+        how = "bit for bit" if exact else f"to rtol={RTOL}, atol={ATOL}"
+        rules.chex(
+            assert_trees_same, single, in_batch, exact=exact,
+            rule=f"env 1 run alone must give env 1's trajectory of the batch ({how}): does the env depend on the "
+                 "batch, or on a value fixed while tracing (e.g. numpy randomness)?",
         )
+
+
+def _check_eager(rules: _Rules, env, params, key, traj: Trajectory, num_steps: int, eager_steps: int) -> None:
+    """check_env's part 4: env 0 (``key``, its trajectory ``traj``: ``(T, ...)`` leaves)
+    reset and stepped ``eager_steps`` times without jit."""
+    if not eager_steps:
+        return
+    key_reset, _, key_step = rollout_keys(jax.random.split(key, 3)[0], num_steps)
+    labels = ("obs", "state", "reward", "done", "info")
+    got = {"reset": dict(zip(labels, env.reset(key_reset, params)))}
+    want = {"reset": {"obs": _at(traj.obs, 0), "state": _at(traj.state, 0)}}
+    for t in range(eager_steps):
+        state = got[f"step {t - 1}" if t else "reset"]["state"]
+        got[f"step {t}"] = dict(zip(labels, env.step(key_step[t], state, traj.actions[t], params)))
+        want[f"step {t}"] = {"obs": _at(traj.obs, t + 1), "state": _at(traj.state, t + 1), "reward": traj.reward[t],
+                             "done": traj.done[t], "info": _at(traj.info, t)}
+    rules.chex(assert_trees_same, jax.device_get(_key_data(got)), want, exact=False,
+               rule=f"reset and {eager_steps} steps called without jit must give the jitted trajectory (floats "
+                    f"to rtol={RTOL}, atol={ATOL}): does the env take another path on concrete values than on traced "
+                    "ones?")
+
+
+def assert_trees_same(actual, desired, exact: bool) -> None:
+    """The same tree structure, shapes and dtypes (chex), and equal leaves; unless
+    ``exact``, floating leaves only within :data:`RTOL`, :data:`ATOL` (NaN equal to NaN),
+    integer and bool leaves still equal: how two programs that need not agree bit for
+    bit (jitted and op by op; another backend's fusion or TF32) are compared."""
+    if exact:
+        chex.assert_trees_all_equal(actual, desired, strict=True)
+        return
+    chex.assert_trees_all_close(actual, desired, rtol=RTOL, atol=ATOL, strict=True)
+
+    def discrete(tree):
+        return [x for x in jax.tree_util.tree_leaves(tree) if not np.issubdtype(x.dtype, np.inexact)]
+
+    chex.assert_trees_all_equal(discrete(actual), discrete(desired), strict=True)
+
+
+def _at(tree, index):
+    """Every leaf of ``tree`` indexed: ``x[index]``."""
+    return jax.tree_util.tree_map(lambda x: x[index], tree)
 
 
 def _contract_rollout(env, num_steps: int, bad_action):
@@ -285,96 +360,13 @@ def _inner_state(env, state):
 def _obs_parts(obs, space: Space):
     """``(array, space, label)`` per observation entry (a Dict space has several)."""
     if isinstance(space, Dict):
-        if not isinstance(obs, dict) or set(obs) != set(space.spaces):
-            got = sorted(obs) if isinstance(obs, dict) else type(obs).__name__
-            raise AssertionError(f"the observation must be a dict with keys {sorted(space.spaces)} ({space}), "
-                                 f"got {got}")
         return [(obs[k], s, f"[{k!r}]") for k, s in space.spaces.items()]
     return [(obs, space, "")]
 
 
-def _check_obs_shapes(check, obs, space: Space, lead: tuple, what: str) -> None:
-    try:
-        parts = _obs_parts(obs, space)
-    except AssertionError as e:
-        check(False, f"{what}: {e}")
-    for part, part_space, label in parts:
-        want = lead + tuple(part_space.shape)
-        per = f"N={lead[0]}, " if lead else ""
-        check(
-            part.shape == want and part.dtype == part_space.dtype,
-            f"{what}{label} must be {want} {part_space.dtype} ({per}{part_space}), "
-            f"got {part.shape} {part.dtype}",
-        )
-
-
-def _check_same_shapes(check, got, want, what: str, like: str) -> None:
-    tree_got, tree_want = jax.tree_util.tree_structure(got), jax.tree_util.tree_structure(want)
-    check(tree_got == tree_want, f"{what} must have the structure of {like}: {tree_got} vs {tree_want}")
-    for path, (a, b) in zip(
-        (jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_leaves_with_path(want)),
-        zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)),
-    ):
-        check(a.shape == b.shape and a.dtype == b.dtype,
-              f"{what}{path} is {a.shape} {a.dtype}, {like} {b.shape} {b.dtype}")
-
-
-def _tree_equal(a, b, exact: bool = True) -> bool:
-    """Same structure and equal leaves; unless ``exact``, floating leaves only close."""
-    leaves_a, tree_a = jax.tree_util.tree_flatten(a)
-    leaves_b, tree_b = jax.tree_util.tree_flatten(b)
-    if tree_a != tree_b:
-        return False
-    for x, y in zip(leaves_a, leaves_b):
-        x, y = np.asarray(x), np.asarray(y)
-        if x.shape != y.shape or x.dtype != y.dtype:
-            return False
-        if exact or not np.issubdtype(x.dtype, np.inexact):
-            if not np.array_equal(x, y, equal_nan=np.issubdtype(x.dtype, np.inexact)):
-                return False
-        elif not np.allclose(x, y, rtol=2e-3, atol=1e-5, equal_nan=True):
-            return False
-    return True
-
-
-# --------------------------------------------------------------------------- retrace guard
-def assert_max_traces(fn: Callable, n: int = 1) -> Callable:
-    """``fn`` wrapped to count how often JAX traces it, raising ``AssertionError`` on
-    trace ``n + 1``: a guard against recompiling.
-
-    Wrap the plain function, then transform the wrapper (``jax.jit(assert_max_traces(f))``,
-    not the other way round), and keep the transformed function to call it again. A call
-    counts as a trace when an argument is a tracer (``jit``, ``vmap``, ``eval_shape``,
-    ...); a cached compiled call does not call ``fn`` at all. The count is the wrapper's
-    own (``.traces``), so guards on the same function never share it::
-
-        step = assert_max_traces(env.step, n=1)
-        sweep = jax.jit(jax.vmap(step, in_axes=(0, 0, 0, 0)))
-        sweep(keys, states, actions, params_a)   # traced once
-        sweep(keys, states, actions, params_b)   # new values, same shapes: no retrace
-        assert step.traces == 1
-
-    Retraced are, e.g., new shapes or dtypes, a strongly typed array where a weakly typed
-    scalar was (``default_params`` holds Python numbers as weakly typed scalars, so
-    ``replace(noise=jnp.float32(0.1))`` is a new signature; ``replace(noise=0.1)`` is
-    not), and a changed static argument.
-    """
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
-        raise ValueError(f"assert_max_traces: n must be a non-negative int, got {n!r}")
-    if not callable(fn):
-        raise TypeError(f"assert_max_traces: fn must be callable, got {type(fn).__name__}")
-
-    @functools.wraps(fn)
-    def guarded(*args, **kwargs):
-        if any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves((args, kwargs))):
-            guarded.traces += 1
-            if guarded.traces > n:
-                raise AssertionError(
-                    f"{getattr(fn, '__qualname__', fn)!s} traced {guarded.traces} times (at most {n} allowed): "
-                    "a jitted function recompiled, e.g. for new shapes or dtypes, a strongly typed array "
-                    "where a weakly typed scalar (a Python number) was, or a changed static argument"
-                )
-        return fn(*args, **kwargs)
-
-    guarded.traces = 0
-    return guarded
+def _shapes(space: Space, lead: tuple):
+    """What an array of ``space`` is, with the leading axes ``lead``: a
+    ``jax.ShapeDtypeStruct`` (a dict of them for a Dict space), for chex to compare."""
+    if isinstance(space, Dict):
+        return {k: _shapes(s, lead) for k, s in space.spaces.items()}
+    return jax.ShapeDtypeStruct(lead + tuple(space.shape), space.dtype)

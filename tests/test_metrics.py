@@ -4,6 +4,7 @@ accumulator against the formulas across auto-resets under vmap, the wrapper and
 
 import functools
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -290,9 +291,9 @@ def test_summarize_ipd(ipd, ipd_run):
     np.testing.assert_array_equal(np.unique(steps), [4, 9, 14, 19])
     for name in ("efficiency", "equality", "sustainability", "returns", "events/cooperated"):
         np.testing.assert_array_equal(summary.episodes[name], info["episode_metrics"][name][steps, envs])
-    assert summary.episodes["returns"].shape == (NUM_ENVS * 4, 2)
+    chex.assert_shape(summary.episodes["returns"], (NUM_ENVS * 4, 2))
     np.testing.assert_allclose(summary.mean["efficiency"], summary.episodes["efficiency"].mean(), rtol=1e-6)
-    assert summary.mean["returns"].shape == (2,)
+    chex.assert_shape(summary.mean["returns"], (2,))
     eq = summary.episodes["equality"]
     assert summary.defined["equality"] == np.sum(~np.isnan(eq))
     assert "efficiency" in str(summary)
@@ -308,7 +309,7 @@ def test_summarize_nan_aware_and_empty():
     assert s.num_episodes == 3
     np.testing.assert_array_equal(s.episodes["equality"], [np.nan, np.nan, 0.25])
     assert s.mean["equality"] == 0.25 and s.defined["equality"] == 1
-    assert s.episodes["returns"].shape == (3, 3)
+    chex.assert_shape(s.episodes["returns"], (3, 3))
     # only undefined values: the mean is NaN, without a warning
     s = metrics.summarize({"equality": em["equality"][:, :1]}, done[:, :1])
     assert np.isnan(s.mean["equality"]) and s.defined["equality"] == 0
@@ -417,9 +418,10 @@ def test_every_env_declares_event_keys_present_in_info(name):
     info = jax.eval_shape(step, KEY)
     for key in env.event_keys:
         assert key in info, key
-        assert info[key].shape == (n,), (key, info[key].shape)
+        chex.assert_shape(info[key], (n,), custom_message=key)
     if "removed" in info:
-        assert info["removed"].shape == (n,) and info["removed"].dtype == jnp.bool_
+        chex.assert_shape(info["removed"], (n,))
+        chex.assert_type(info["removed"], jnp.bool_)
 
 
 # --------------------------------------------------------------------------- properties

@@ -1,6 +1,7 @@
 """socialjax.testing: the shared rollout, check_env on registered and deliberately
-broken environments, and the retrace guard."""
+broken environments, and chex's retrace guard on the library's param sweep."""
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -23,9 +24,9 @@ def ipd():
 def test_rollout_shapes_and_the_documented_keys(ipd):
     T, B = 7, 3
     traj = jax.device_get(jax.jit(lambda keys: testing.rollout(ipd, keys, T))(jax.random.split(KEY, B)))
-    assert traj.obs.shape == (B, T + 1, 2, 1) and traj.state.round.shape == (B, T + 1)
-    assert traj.actions.shape == (B, T, 2) and traj.reward.shape == (B, T, 2)
-    assert traj.done.shape == (B, T) and traj.info["terminated"].shape == (B, T)
+    chex.assert_shape([traj.obs, traj.state.round], [(B, T + 1, 2, 1), (B, T + 1)])
+    chex.assert_shape([traj.actions, traj.reward], (B, T, 2))
+    chex.assert_shape([traj.done, traj.info["terminated"]], (B, T))
     # the same steps by hand, from the keys the docstring names
     key = jax.random.split(KEY, B)[1]
     key_reset, key_run = jax.random.split(key)
@@ -71,13 +72,13 @@ def test_rollout_given_actions_and_policy(ipd):
 
 def test_rollout_of_zero_steps(ipd):
     traj = testing.rollout(ipd, KEY, 0)
-    assert traj.obs.shape == (1, 2, 1) and traj.reward.shape == (0, 2) and traj.done.shape == (0,)
+    chex.assert_shape([traj.obs, traj.reward, traj.done], [(1, 2, 1), (0, 2), (0,)])
 
 
 # --------------------------------------------------------------------------- check_env
 def test_check_env_passes_on_a_matrix_game(ipd):
     traj = testing.check_env(ipd, num_steps=8)
-    assert traj.reward.shape == (4, 8, 2) and traj.obs.shape == (4, 9, 2, 1)
+    chex.assert_shape([traj.reward, traj.obs], [(4, 8, 2), (4, 9, 2, 1)])
     flagged = traj.info["invalid_action"]
     assert flagged.any() and not flagged.all()  # out-of-range actions were sent, and flagged
     np.testing.assert_array_equal(flagged, traj.actions == 2)
@@ -133,6 +134,7 @@ class ToyEnv(Environment):
 
     def transition(self, key, state, actions, params):
         state = ToyState(step=state.step + 1)
+        done = state.step >= 3 if self.bug != "never_done" else jnp.zeros((), bool)
         if self.bug == "state_shape":
             state = ToyState(step=state.step[None])
         reward = actions.astype(jnp.float32)
@@ -142,7 +144,8 @@ class ToyEnv(Environment):
             reward = reward + np.random.default_rng().random()
         if self.bug == "nan_reward":
             reward = reward / 0.0
-        done = state.step >= 3 if self.bug != "never_done" else jnp.zeros((), bool)
+        if self.bug == "concrete_branch" and not isinstance(state.step, jax.core.Tracer):
+            reward = reward + 1.0  # a branch only concrete values take: eager calls differ from jitted ones
         info = {"terminated": done, "truncated": jnp.zeros((), bool)}
         if self.bug == "missing_info":
             del info["truncated"]
@@ -169,20 +172,24 @@ def test_check_env_passes_on_the_toy_env():
 @pytest.mark.parametrize(
     "bug, match",
     [
-        ("reward_shape", r"toy: reward must be \(2,\) float32 \(one per agent\), got \(1,\) float32"),
+        ("reward_shape", r"toy: step must return .* reward \(2,\) float32 \(one per agent\).* "
+                         r"'reward': shapes: \(1,\) != \(2,\)"),
         ("missing_info", r"toy: info lacks \['truncated'\]"),
-        ("obs_dtype", r"toy: reset's observation must be \(2, 1\) float32 .* got \(2, 1\) int32"),
-        ("state_shape", r"toy: step's state\.step is \(1,\) int32, reset's \(\) int32"),
+        ("obs_dtype", r"toy: reset's observation must be \(N=2, \*shape\) .* types: int32 != float32"),
+        ("state_shape", r"toy: step must return reset's shapes and dtypes of obs and state.* "
+                        r"'state/step': shapes: \(1,\) != \(\)"),
         ("obs_outside", r"toy: an observation lies outside Box\(0.0, 1.0"),
         ("nan_reward", "rewards must be finite"),
         ("both_ends", "never both True"),
         ("never_done", "no episode ended within num_steps=7 steps"),
         ("unflagged", r'info\["invalid_action"\] must flag exactly the out-of-range actions'),
         ("trace_time_rng", "env 1 run alone must give env 1's trajectory of the batch"),
-        ("global_shape", r"toy: the global observation must be \(2,\) float32 \(Box\(0.0, 1.0, \(2,\), float32\)\), "
-                         r"got \(1, 2\) float32"),
+        ("global_shape", r"toy: the global observation must have the shapes and dtypes of "
+                         r"Box\(0.0, 1.0, \(2,\), float32\) \(no agent axis\):.* shapes: \(1, 2\) != \(2,\)"),
         ("global_outside", r"toy: a global observation lies outside Box\(0.0, 1.0, \(2,\)"),
         ("global_trace_time_rng", "env 1 run alone must give env 1's trajectory of the batch"),
+        ("concrete_branch", "toy: reset and 3 steps called without jit must give the jitted trajectory .* "
+                            "'step 0/reward': \nNot equal to tolerance"),
     ],
 )
 def test_check_env_names_the_broken_rule(bug, match):
@@ -193,63 +200,50 @@ def test_check_env_names_the_broken_rule(bug, match):
 def test_check_env_options():
     with pytest.raises(AssertionError, match="num_envs >= 2"):
         testing.check_env(ToyEnv(), num_envs=1)
-    # alone=False skips the run alone, the only check the trace-time randomness breaks
-    testing.check_env(ToyEnv("trace_time_rng"), num_steps=7, alone=False)
+    with pytest.raises(AssertionError, match="eager_steps <= num_steps=7"):
+        testing.check_env(ToyEnv(), num_steps=7, eager_steps=8)
+    # eager_steps=0 skips the calls without jit, the only check the concrete branch breaks
+    testing.check_env(ToyEnv("concrete_branch"), num_steps=7, eager_steps=0)
+    # alone=False and eager_steps=0 skip the run alone and the calls without jit, the only
+    # checks that trace-time randomness breaks
+    testing.check_env(ToyEnv("trace_time_rng"), num_steps=7, alone=False, eager_steps=0)
 
 
 # --------------------------------------------------------------------------- retrace guard
-def test_guard_passes_for_a_vmapped_param_sweep(ipd):
-    step = testing.assert_max_traces(ipd.step, n=1)
-    sweep = jax.jit(jax.vmap(step))
+# chex.assert_max_traces counts the traces of a guard per place where it is made (the
+# stack of function names there and the function's source), across calls: a test that
+# makes guards clears the counts first.
+def test_the_retrace_guard_passes_for_a_vmapped_param_sweep(ipd):
+    """Swept env params are traced arguments: new values compile nothing new."""
+    chex.clear_trace_counter()
+    sweep = jax.jit(jax.vmap(chex.assert_max_traces(ipd.step, n=1)))
     B = 3
     keys = jax.random.split(KEY, B)
     _, states = jax.vmap(ipd.reset)(keys)
     actions = jnp.zeros((B, 2), jnp.int32)
-    for noise in ([0.0, 0.1, 0.2], [0.3, 0.4, 0.5]):
+    for noise in ([0.0, 0.1, 0.2], [0.3, 0.4, 0.5]):  # a second trace would raise
         params = jax.vmap(lambda e: ipd.default_params.replace(noise=e))(jnp.asarray(noise))
         sweep(keys, states, actions, params)
-    assert step.traces == 1
-    # a jitted step called again with new values of the same dtype: no retrace either
-    jstep = jax.jit(testing.assert_max_traces(ipd.step))
-    _, state = ipd.reset(KEY)
-    for noise in (0.1, 0.2, 0.3):
-        jstep(KEY, state, actions[0], ipd.default_params.replace(noise=jnp.float32(noise)))
 
 
-def test_guard_catches_a_retrace(ipd):
-    step = testing.assert_max_traces(ipd.step, n=1)
-    jstep = jax.jit(step)
+def scale(x, s):
+    return x * s
+
+
+def test_the_retrace_guard_catches_a_retrace(ipd):
+    chex.clear_trace_counter()
+    jstep = jax.jit(chex.assert_max_traces(ipd.step, n=1))
     _, state = ipd.reset(KEY)
     actions = jnp.zeros((2,), jnp.int32)
     jstep(KEY, state, actions, ipd.default_params)
-    jstep(KEY, state, actions, ipd.default_params.replace(noise=0.1))  # new value, same type
-    assert step.traces == 1
+    jstep(KEY, state, actions, ipd.default_params.replace(noise=0.1))  # new value, same type: no retrace
     # default params are built from Python numbers: weakly typed scalars; a strongly
     # typed float32 in their place is another signature, so jit traces (and compiles) again
     assert ipd.default_params.noise.weak_type
-    with pytest.raises(AssertionError, match="traced 2 times"):
+    with pytest.raises(AssertionError, match="traced > 1 times"):
         jstep(KEY, state, actions, ipd.default_params.replace(noise=jnp.float32(0.1)))
     # and a static argument that changes
-    scaled = testing.assert_max_traces(lambda x, s: x * s)
-    jscaled = jax.jit(scaled, static_argnums=1)
+    jscaled = jax.jit(chex.assert_max_traces(scale, n=1), static_argnums=1)
     jscaled(jnp.ones(2), 0.5)
-    with pytest.raises(AssertionError, match="traced 2 times"):
+    with pytest.raises(AssertionError, match="traced > 1 times"):
         jscaled(jnp.ones(2), 0.25)
-
-
-def test_guard_counts_per_wrapper_and_only_traces(ipd):
-    f = lambda x: x + 1  # noqa: E731
-    a, b = testing.assert_max_traces(f, n=2), testing.assert_max_traces(f)
-    jax.jit(a)(1.0), jax.jit(b)(1.0)
-    assert a.traces == 1 and b.traces == 1  # two guards on one function: two counts
-    a(1.0)  # called eagerly: not a trace
-    assert a.traces == 1
-    jax.eval_shape(a, 1.0)  # the trace jit cached: not traced again
-    assert a.traces == 1
-    jax.eval_shape(a, jnp.ones(3))  # a new shape: traced
-    assert a.traces == 2
-    with pytest.raises(ValueError, match="non-negative int"):
-        testing.assert_max_traces(f, n=-1)
-    zero = jax.jit(testing.assert_max_traces(f, n=0))
-    with pytest.raises(AssertionError, match="at most 0"):
-        zero(1.0)

@@ -248,7 +248,7 @@ class TensorBoardLog(_Lifecycle):
             self._write(path, events)
 
     def artifact(self, path: str | os.PathLike) -> None:
-        from PIL import Image
+        from PIL import Image  # on call, as in socialjax.viz: Pillow only serves the figure
         from tensorboard.compat.proto import summary_pb2
 
         runs = self._opened()

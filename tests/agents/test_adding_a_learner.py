@@ -8,6 +8,7 @@ import importlib.util
 import pathlib
 import re
 
+import chex
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -65,7 +66,8 @@ def test_the_learner_learns_to_cooperate_with_tit_for_tat(registered):
     # the example's own training function: make_train on the ipd-tft preset, jitted and
     # vmapped over seeds nobody tuned (seeds 0-5 all gain 0.4-0.5 per step, lr 0.05)
     rate = example.train_against_tft(seeds=(11, 12), num_updates=60)
-    assert rate.shape == (2, 60) and np.all(np.isfinite(rate))
+    chex.assert_shape(rate, (2, 60))
+    chex.assert_tree_all_finite(rate)
     start, end = rate[:, :5].mean(axis=1), rate[:, -5:].mean(axis=1)
     assert np.all(end > start + 0.2), (start, end)  # towards mutual cooperation (3 per step)
     assert np.all(end > 2.6)

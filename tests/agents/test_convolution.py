@@ -5,6 +5,7 @@ kernels), vmapped over inputs only (one kernel), vmapped twice (seeds x members)
 odd and even kernel sizes, at full float32 precision (so TF32 on a GPU does not blur the
 comparison) and in bfloat16."""
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -67,8 +68,8 @@ def test_looped_convolution_and_its_gradients_match_xla(size, name, x_lead, k_le
         want = grads(reference, x, kernel, axes)
         for conv in (looped_conv, patch_conv, xla_conv):
             have = grads(conv, x, kernel, axes)
+            chex.assert_trees_all_equal_shapes_and_dtypes(have, want)
             for a, b in zip(jax.tree_util.tree_leaves(have), jax.tree_util.tree_leaves(want)):
-                assert a.shape == b.shape and a.dtype == b.dtype
                 np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4 * float(jnp.abs(b).max()))
 
 
@@ -78,8 +79,8 @@ def test_looped_convolution_in_bfloat16_returns_bfloat16_gradients_close_to_floa
     with jax.default_matmul_precision("highest"):
         want = grads(reference, x, kernel, ((0, 0),))
     have = grads(looped_conv, x.astype(jnp.bfloat16), kernel.astype(jnp.bfloat16), ((0, 0),))
+    chex.assert_type(jax.tree_util.tree_leaves(have), jnp.bfloat16)
     for a, b in zip(jax.tree_util.tree_leaves(have), jax.tree_util.tree_leaves(want)):
-        assert a.dtype == jnp.bfloat16
         a = np.asarray(a, np.float32)
         assert np.abs(a - b).max() < 5e-2 * float(jnp.abs(b).max())
 

@@ -6,6 +6,7 @@ initial state and one compiled copy of each method (module-scoped fixture), and 
 their rollouts with numpy.
 """
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -154,15 +155,15 @@ def test_buffer_wraps_around(small):
     """Five updates into a three-rollout buffer, for two members at once (vmapped)."""
     learner, state, fns = small
     states = stack(state)
-    assert states.extra.buffer.reward.shape == (P, 3, T, M)
-    assert states.extra.buffer.last_obs.shape == (P, 3, M, 1)
+    chex.assert_shape([states.extra.buffer.reward, states.extra.buffer.last_obs], [(P, 3, T, M), (P, 3, M, 1)])
     ros = []
     for i in range(5):
         reward = np.stack([np.full((T, M), i), np.full((T, M), 10 + i)])  # member 1: 10 + i
         ros.append(rollout(i, reward=reward, lead=(P,)))
         states, metrics = fns["update"](states, ros[-1], {}, jax.random.split(jax.random.key(100 + i), P), 0.0)
         assert states.extra.buffer.size.tolist() == [min(i + 1, 3)] * P
-        assert metrics["loss"].shape == (P,) and np.all(np.isfinite(metrics["loss"]))
+        chex.assert_shape(metrics["loss"], (P,))
+        chex.assert_tree_all_finite(metrics["loss"])
         assert set(metrics) >= {"loss", "q_mean", "epsilon"}
     buf = states.extra.buffer
     assert buf.ptr.tolist() == [5 % 3] * P
@@ -190,7 +191,8 @@ def test_act_greedy_random_and_boltzmann(small):
     obs, hidden, reset = np.zeros((B, 1), np.int32), np.zeros((B, 1), np.float32), np.zeros(B, bool)
     state = with_hparams(state, eps_start=1.0, eps_end=0.0, eps_decay=0.5)
     _, a, aux = fns["act"](state, hidden, obs, reset, jax.random.key(1), 1.0)
-    assert a.dtype == jnp.int32 and a.shape == (B,) and aux["q_max"].shape == (B,)
+    chex.assert_type(a, jnp.int32)
+    chex.assert_shape([a, aux["q_max"]], (B,))
     greedy = int(np.argmax(learner.q_values(state.params, obs[:1])[0]))
     assert np.all(np.asarray(a) == greedy)  # epsilon 0
     _, a, _ = fns["act"](state, hidden, obs, reset, jax.random.key(1), 0.0)

@@ -1,6 +1,7 @@
 """IRAT: the team policy learns the team's objective; the schedules of its ties; the
 rollout's team reward; evaluation plays the team policy."""
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -68,8 +69,7 @@ def test_the_team_policy_learns_the_team_objective(donation):
     irat, ppo = donation["irat"], donation["ppo"]
     assert np.all(irat["eval/reward_rate"] > 1.8), irat["eval/reward_rate"]
     assert np.all(ppo["eval/reward_rate"] < 0.2), ppo["eval/reward_rate"]
-    for name in ("value_loss", "team_value_loss", "idv_kl", "team_kl"):
-        assert np.all(np.isfinite(irat[name])), name
+    chex.assert_tree_all_finite({name: irat[name] for name in ("value_loss", "team_value_loss", "idv_kl", "team_kl")})
     # the schedules ran from their start to their end values (defaults: 3.0 -> 0.5, 0.2)
     np.testing.assert_allclose(irat["idv_clip"][:, 0], 3.0, rtol=1e-6)
     np.testing.assert_allclose(irat["idv_clip"][:, -1], 3.0 + (0.5 - 3.0) * 59 / 60, rtol=1e-5)

@@ -1,5 +1,6 @@
 """Memory-one strategies: vectors, acting, and the exact long-run payoffs."""
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -44,7 +45,8 @@ PD = (R, S, T, P)
     ],
 )
 def test_named_strategy_vectors(vector, expected):
-    assert vector.shape == (5,) and vector.dtype == np.float32
+    chex.assert_shape(vector, (5,))
+    chex.assert_type(vector, np.float32)
     np.testing.assert_array_equal(vector, np.float32(expected))
 
 
@@ -101,7 +103,7 @@ def test_act_is_deterministic_for_pure_strategies():
     np.testing.assert_array_equal(act(key, WSLS, codes), [0, 0, 1, 1, 0])
     np.testing.assert_array_equal(act(key, GRIM, codes), [0, 0, 1, 1, 1])
     np.testing.assert_array_equal(act(key, ALLD, codes), [1] * 5)
-    assert act(key, ALLC, codes).dtype == jnp.int32
+    chex.assert_type(act(key, ALLC, codes), jnp.int32)
 
 
 def test_act_frequency_matches_probability():
@@ -195,7 +197,8 @@ vector = st.lists(prob, min_size=5, max_size=5).map(lambda v: np.array(v))
 @given(p=vector, q=vector, noise=st.floats(0.0, 0.5))
 def test_stationary_distribution_properties(p, q, noise):
     pi = stationary_distribution(p, q, noise)
-    assert pi.shape == (4,) and np.all(pi >= 0)
+    chex.assert_shape(pi, (4,))
+    assert np.all(pi >= 0)
     np.testing.assert_allclose(pi.sum(), 1.0, atol=1e-9)
     M = transition_matrix(p, q, noise)
     np.testing.assert_allclose(M.sum(axis=1), 1.0, atol=1e-12)
@@ -211,7 +214,8 @@ def test_random_memory_one_pool():
     from socialjax.agents.memory_one import random_memory_one
 
     pool = np.asarray(jax.jit(random_memory_one, static_argnums=1)(jax.random.key(0), (4000,)))
-    assert pool.shape == (4000, 5) and pool.dtype == np.float32
+    chex.assert_shape(pool, (4000, 5))
+    chex.assert_type(pool, np.float32)
     assert pool.min() >= 0.0 and pool.max() <= 1.0
     # uniform on [0, 1]: mean 1/2 (sd of the mean ~0.0046), variance 1/12, entries independent
     np.testing.assert_allclose(pool.mean(0), 0.5, atol=0.025)

@@ -7,6 +7,7 @@ computed in one jitted call per test or fixture (compilation is most of the time
 (bfloat16 learning, and float32 parameters and Adam state after training in bfloat16,
 are checked in tests/train/test_learning.py.)"""
 
+import chex
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
@@ -67,7 +68,7 @@ def test_patch_conv_equals_flax_conv_with_the_same_parameters():
         np.testing.assert_array_equal(a, b)
     for size in (3, 2):
         want, got = out[f"{size}-apply"]
-        assert got.shape == want.shape == (4, 7, 6, 9)
+        chex.assert_shape([got, want], (4, 7, 6, 9))
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     batched, alone = out["vmap"]
     for m in range(3):
@@ -79,7 +80,7 @@ def test_orthogonal_init_is_orthonormal_and_scaled():
     mats = jax.device_get(jax.jit(lambda: [orthogonal(2.0)(k, s) for s in shapes for k in (KEY, jax.random.key(1))])())
     for i, shape in enumerate(shapes):
         w, other = (np.asarray(m).reshape(-1, shape[-1]) for m in mats[2 * i : 2 * i + 2])
-        assert mats[2 * i].shape == shape
+        chex.assert_shape(mats[2 * i], shape)
         gram = w.T @ w if w.shape[0] >= w.shape[1] else w @ w.T
         np.testing.assert_allclose(gram, 4.0 * np.eye(gram.shape[0]), atol=1e-4)
         assert not np.allclose(w, other)  # the key matters
@@ -172,14 +173,13 @@ def test_every_convolution_gives_the_same_network(outputs, name):
     """Same parameters (names, shapes, initial values) whatever ``conv`` and
     ``precision``, and with the same parameters the same outputs, vmapped over members."""
     init_a, init_b = outputs[name, "init"]
-    assert jax.tree_util.tree_structure(init_a) == jax.tree_util.tree_structure(init_b)
-    for a, b in zip(jax.tree_util.tree_leaves(init_a), jax.tree_util.tree_leaves(init_b)):
-        assert a.dtype == b.dtype == np.float32
-        np.testing.assert_array_equal(a, b)
+    chex.assert_trees_all_equal(init_a, init_b, strict=True)
+    chex.assert_type(jax.tree_util.tree_leaves(init_a), jnp.float32)
     ref = leaves(outputs[name, "patch", "float32"])
+    chex.assert_type(ref, jnp.float32)
     for conv in ("xla", "looped"):
+        chex.assert_trees_all_equal_shapes_and_dtypes(leaves(outputs[name, conv, "float32"]), ref)
         for want, have in zip(ref, leaves(outputs[name, conv, "float32"])):
-            assert have.shape == want.shape and have.dtype == want.dtype == np.float32
             np.testing.assert_allclose(have, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
 
 
@@ -194,8 +194,9 @@ def test_bfloat16_outputs_are_float32_and_close_to_float32(outputs, name):
         if precision != "bfloat16":
             continue
         got = leaves(outputs[name, conv, precision])
+        chex.assert_type(got, jnp.float32)
+        chex.assert_trees_all_equal_shapes(got, ref)
         for want, have in zip(ref, got):
-            assert have.dtype == np.float32 and have.shape == want.shape
             scale = np.abs(want).max()
             assert np.abs(have - want).max() < 5e-2 * scale, (conv, np.abs(have - want).max(), scale)
         assert any(np.abs(have - want).max() > 0 for want, have in zip(ref, got))
@@ -260,7 +261,7 @@ def test_grid_observations_other_entries_reach_the_features():
     obs = sample_obs(space, 2)
     params = enc.init(jax.random.key(0), obs)
     x = enc.apply(params, obs)
-    assert x.shape == (2, 16 + 1 + 3)
+    chex.assert_shape(x, (2, 16 + 1 + 3))
     richer = dict(obs, inventory=jnp.array([[0, 0, 0], [5, 1, 2]], jnp.int32))
     np.testing.assert_array_equal(enc.apply(params, richer)[1, -3:], [5, 1, 2])
     np.testing.assert_array_equal(enc.apply(params, richer)[0], x[0])

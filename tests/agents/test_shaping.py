@@ -2,6 +2,7 @@
 
 import math
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -71,8 +72,8 @@ def rollout(env, num_steps, actions=None):
     n = env.num_agents
     actions = jnp.zeros((n,), jnp.int32) if actions is None else actions
     traj = testing.rollout(env, KEY, num_steps, actions=jnp.broadcast_to(actions, (num_steps, n)))
-    assert traj.reward.shape == (num_steps, n) and traj.reward.dtype == jnp.float32
-    assert traj.done.shape == (num_steps,) and traj.done.dtype == jnp.bool_
+    chex.assert_shape([traj.reward, traj.done], [(num_steps, n), (num_steps,)])
+    chex.assert_type([traj.reward, traj.done], [jnp.float32, jnp.bool_])
     return traj.reward, traj.done, traj.info
 
 

@@ -7,6 +7,7 @@ The unit tests use a network whose Q-values are constant (every weight zero but 
 output bias), so that every target and loss can be written down by hand.
 """
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -84,7 +85,7 @@ def test_team_targets_sum_rewards_and_double_q_over_the_games_seats(small):
     obs = np.asarray(batch.obs)[..., 0]  # (B, N)
     t, seat = obs // M, obs % M
     e = seat[:, 0] // N
-    assert batch.action.shape == (64, N) and batch.target.shape == (64,)
+    chex.assert_shape([batch.action, batch.target], [(64, N), (64,)])
     np.testing.assert_array_equal(seat, e[:, None] * N + np.arange(N))  # one game's seats, in order
     np.testing.assert_array_equal(t, np.repeat(t[:, :1], N, axis=1))  # at one step
     assert len(set(zip(e.tolist(), t[:, 0].tolist()))) == E * T  # every game step drawn
@@ -153,10 +154,10 @@ def test_tiny_run_on_a_three_player_game_same_bits_for_the_same_key():
     keys = jax.vmap(jax.random.key)(jnp.array([5, 6]))
     run = jax.jit(jax.vmap(train))
     state, metrics = run(keys)
-    assert metrics["loss"].shape == metrics["q_mean"].shape == metrics["reward_rate"].shape == (2, 3, 1)
-    assert state.learners.extra.buffer.action.shape == (2, 1, 2, 3, 6)  # runs, learners, slots, T, M
-    for name in ("loss", "q_mean", "target_mean", "reward_rate", "epsilon"):
-        assert np.all(np.isfinite(metrics[name])), name
+    chex.assert_shape([metrics["loss"], metrics["q_mean"], metrics["reward_rate"]], (2, 3, 1))
+    chex.assert_shape(state.learners.extra.buffer.action, (2, 1, 2, 3, 6))  # runs, learners, slots, T, M
+    chex.assert_tree_all_finite({name: metrics[name] for name in ("loss", "q_mean", "target_mean", "reward_rate",
+                                                                  "epsilon")})
     assert not np.any(metrics["halted"])
     assert not np.array_equal(metrics["loss"][0], metrics["loss"][1])
     swapped = jax.tree_util.tree_map(lambda x: x[::-1], run(keys[::-1]))
@@ -216,5 +217,5 @@ def test_runs_on_a_grid_game_with_a_cnn():
     state, metrics = jax.jit(train)(jax.random.key(0))
     assert train.learner.num_seats == 3
     assert state.learners.extra.buffer.obs["grid"].shape[:4] == (1, 2, 8, 6)  # learners, slots, T, M
-    assert np.all(np.isfinite(metrics["loss"])) and np.all(np.isfinite(metrics["q_mean"]))
+    chex.assert_tree_all_finite({"loss": metrics["loss"], "q_mean": metrics["q_mean"]})
     assert not np.any(metrics["halted"])

@@ -4,6 +4,7 @@ concatenated, images along the channel axis); the grid games show the whole map'
 (or its rendering) with every player's own numbers. The check of every registered
 environment against its space is in ``check_env`` (tests/envs/test_contract.py)."""
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -44,7 +45,8 @@ def test_the_default_concatenates_vector_observations_player_0_first():
     for t in range(2):
         obs, state, *_ = env.step(jax.random.fold_in(KEY, t), state, jnp.asarray([0, 1, 1]))
     world = env.global_observation(state)
-    assert world.shape == (9,) and world.dtype == jnp.int32
+    chex.assert_shape(world, (9,))
+    chex.assert_type(world, jnp.int32)
     np.testing.assert_array_equal(world, np.concatenate(np.asarray(obs)))
     space = env.global_observation_space()
     high = np.asarray(env.observation_space().high)
@@ -60,7 +62,8 @@ def test_the_default_puts_images_along_the_channel_axis(gathering_rgb):
     obs = env.get_obs(state, env.default_params)
     world = Environment.global_observation(env, state)
     h, w = obs["rgb"].shape[1:3]
-    assert world["rgb"].shape == (h, w, 6) and world["rgb"].dtype == jnp.uint8
+    chex.assert_shape(world["rgb"], (h, w, 6))
+    chex.assert_type(world["rgb"], jnp.uint8)
     for i in range(2):
         np.testing.assert_array_equal(world["rgb"][..., 3 * i: 3 * i + 3], obs["rgb"][i])
     np.testing.assert_array_equal(world["ready_to_zap"], [1, 0])
@@ -111,7 +114,8 @@ def test_a_grid_games_global_observation_is_the_whole_maps_codes(gathering):
     assert set(world) == {"grid", "ready_to_zap"}
     np.testing.assert_array_equal(world["grid"], E.world_codes(state.cells, state.pos, state.heading,
                                                                state.removed == 0))
-    assert world["grid"].shape == env.map.shape and world["grid"].dtype == jnp.uint8
+    chex.assert_shape(world["grid"], env.map.shape)
+    chex.assert_type(world["grid"], jnp.uint8)
     assert world["grid"][2, 1] == C.AGENT_BASE + 4 * 0 + C.SOUTH  # player 0 on its new cell
     assert world["grid"][1, 1] == C.FLOOR  # and gone from the old one
     assert world["grid"][9, 23] == C.AGENT_BASE + 4 * 1 + C.NORTH
@@ -137,7 +141,8 @@ def test_rgb_mode_is_the_rendering_jitted_and_vmapped(gathering_rgb):
     _, states = jax.vmap(env.reset)(jax.random.split(KEY, 2))
     world, frames = jax.jit(jax.vmap(lambda s: (env.global_observation(s), env.render(s))))(states)
     h, w = env.map.shape
-    assert set(world) == {"rgb", "ready_to_zap"} and world["rgb"].shape == (2, 8 * h, 8 * w, 3)
+    assert set(world) == {"rgb", "ready_to_zap"}
+    chex.assert_shape(world["rgb"], (2, 8 * h, 8 * w, 3))
     np.testing.assert_array_equal(world["rgb"], frames)
     assert env.global_observation_space()["rgb"] == Box(0, 255, (8 * h, 8 * w, 3), jnp.uint8)
 
@@ -164,8 +169,8 @@ def test_every_grid_game_shows_its_map_and_every_other_observation_entry():
         world = jax.eval_shape(env.global_observation, state)
         assert set(world) == (set(obs) - {"grid"}) | {"grid"}, name
         for key in set(obs) - {"grid"}:
-            assert world[key].shape == (int(np.prod(obs[key].shape)),), (name, key)
-        assert world["grid"].shape == env.map.shape, name
+            chex.assert_shape(world[key], (int(np.prod(obs[key].shape)),), custom_message=f"{name} {key}")
+        chex.assert_shape(world["grid"], env.map.shape, custom_message=name)
 
 
 # --------------------------------------------------------------------------- wrappers

@@ -4,6 +4,7 @@ action checks, spaces, rendering, and rewards equal to the native environment's.
 Each adapter is module-scoped, so its reset and step compile once for the file.
 """
 
+import chex
 import jax
 import numpy as np
 import pytest
@@ -129,7 +130,8 @@ def test_render(ipd, gathering):
     frame = gathering.render()
     native = sj.make("gathering", episode_length=EPISODE_LENGTH)
     _, state = native.reset(jax.random.split(jax.random.key(0))[1])
-    assert frame.dtype == np.uint8 and frame.shape == np.asarray(native.render(state)).shape
+    chex.assert_type(frame, np.uint8)
+    chex.assert_equal_shape([frame, native.render(state)])
     assert frame.ndim == 3 and frame.shape[-1] == 3
     with pytest.raises(RuntimeError, match="render_mode"):
         ipd.render()

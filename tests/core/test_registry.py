@@ -5,6 +5,7 @@ anything is compiled; under ``jit`` an out-of-range action is replaced by the en
 no-op and flagged; ``checked(env)`` turns that into an error.
 """
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -114,7 +115,8 @@ def test_a_nested_list_param_becomes_one_array_as_from_a_json_config():
     table = [[[1, -1], [2, 0]], [[1, 2], [-1, 0]]]  # Weis et al. 2026's PD as JSON would hold it
     env = sj.make("ipd", payoffs=table)
     assert isinstance(env.default_params.payoffs, jax.Array)
-    assert env.default_params.payoffs.dtype == jnp.float32 and env.default_params.payoffs.shape == (2, 2, 2)
+    chex.assert_shape(env.default_params.payoffs, (2, 2, 2))
+    chex.assert_type(env.default_params.payoffs, jnp.float32)
     _, state = env.reset(KEY)
     np.testing.assert_array_equal(env.step(KEY, state, jnp.array([1, 0], jnp.int32))[2], [2.0, -1.0])
     with pytest.raises(ValueError, match=r"payoffs must have shape \(2, 2, 2\)"):
@@ -203,7 +205,7 @@ def test_checked_batched():
     _, states = env.reset(keys)
     valid = jnp.array([[0, 1], [1, 1], [0, 0]], jnp.int32)
     _, _, reward, _, _ = env.step(keys, states, valid)
-    assert reward.shape == (3, 2)
+    chex.assert_shape(reward, (3, 2))
     with pytest.raises(ValueError, match="out-of-range action"):
         env.step(keys, states, valid.at[2, 1].set(5))
 

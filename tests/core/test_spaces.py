@@ -1,5 +1,6 @@
 """Spaces: sampling stays inside, membership is exact, bad construction raises."""
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -14,7 +15,8 @@ BATCH = (1000,)
 def test_discrete_sample_covers_exactly_the_range():
     space = Discrete(5)
     x = np.asarray(space.sample(KEY, BATCH))
-    assert x.shape == BATCH and x.dtype == np.int32
+    chex.assert_shape(x, BATCH)
+    chex.assert_type(x, np.int32)
     assert set(np.unique(x)) == {0, 1, 2, 3, 4}
     assert bool(space.contains(x))
 
@@ -56,7 +58,8 @@ def test_float_box_sample_inside_bounds():
     high = np.array([1.0, 2.0, 10.5], np.float32)
     space = Box(low, high, (3,))
     x = np.asarray(space.sample(KEY, BATCH))
-    assert x.shape == BATCH + (3,) and x.dtype == np.float32
+    chex.assert_shape(x, BATCH + (3,))
+    chex.assert_type(x, np.float32)
     assert np.all(x >= low) and np.all(x <= high)
     assert bool(space.contains(x))
 
@@ -64,14 +67,14 @@ def test_float_box_sample_inside_bounds():
 def test_int_box_sample_includes_both_bounds():
     space = Box(0, 4, (2,), jnp.int32)
     x = np.asarray(space.sample(KEY, BATCH))
-    assert x.dtype == np.int32
+    chex.assert_type(x, np.int32)
     assert set(np.unique(x)) == {0, 1, 2, 3, 4}
 
 
 def test_unbounded_box_samples_finite_values():
     space = Box(-np.inf, np.inf, (4,))
     x = np.asarray(space.sample(KEY, BATCH))
-    assert np.all(np.isfinite(x))
+    chex.assert_tree_all_finite(x)
     assert bool(space.contains(x))
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -317,7 +318,7 @@ def test_checked_env_raises_on_an_out_of_range_traced_param(ipd):
     def reward(noise):
         return env.step(KEY, state, actions, ipd.default_params.replace(noise=noise))[2]
 
-    assert jax.vmap(reward)(jnp.asarray([0.0, 0.5])).shape == (2, 2)
+    chex.assert_shape(jax.vmap(reward)(jnp.asarray([0.0, 0.5])), (2, 2))
     with pytest.raises(ValueError, match=r"ipd: MatrixParams\.noise must be finite and in \[0\.0, 1\.0\], got .*5\."):
         jax.vmap(reward)(jnp.asarray([0.1, 5.0]))
     with pytest.raises(ValueError, match=r"MatrixParams\.noise must be finite"):

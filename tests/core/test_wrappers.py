@@ -1,5 +1,6 @@
 """EpisodeStats (episode returns across auto-resets, under vmap) and the JaxMARL adapter."""
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -90,8 +91,9 @@ def test_episode_stats_random_length_episodes(stats_env, run_stats):
 
 def test_episode_stats_state_and_forwarding(stats_env):
     obs, state = stats_env.reset(jax.random.key(0))
-    assert state.episode_returns.shape == (2,) and state.episode_returns.dtype == jnp.float32
-    assert state.episode_count.shape == () and int(state.episode_count) == 0
+    chex.assert_shape([state.episode_returns, state.episode_count], [(2,), ()])
+    chex.assert_type(state.episode_returns, jnp.float32)
+    assert int(state.episode_count) == 0
     assert stats_env.num_agents == 2 and stats_env.name == "ipd"
     assert stats_env.agents == ["agent_0", "agent_1"]
     assert stats_env.action_space() == sj.Discrete(2)
@@ -126,7 +128,8 @@ def test_adapter_api(adapter, nplayer):
     with pytest.raises(ValueError, match="unknown agent 'agent_3'"):
         adapter.observation_space("agent_3")
     avail = adapter.get_avail_actions(None)
-    assert set(avail) == set(adapter.agents) and avail["agent_0"].shape == (2,)
+    assert set(avail) == set(adapter.agents)
+    chex.assert_shape(avail["agent_0"], (2,))
 
 
 def test_adapter_round_trip_equals_array_api(adapter, nplayer):
@@ -161,8 +164,8 @@ def test_adapter_round_trip_equals_array_api(adapter, nplayer):
         np.testing.assert_array_equal(done_d["__all__"], done_a)
         saw_done |= bool(done_a.any())
         for i, a in enumerate(agents):
-            assert obs_d[a].shape == (num_envs,) + nplayer.observation_space().shape
-            assert rew_d[a].shape == (num_envs,) and rew_d[a].dtype == np.float32
+            chex.assert_shape([obs_d[a], rew_d[a]], [(num_envs,) + nplayer.observation_space().shape, (num_envs,)])
+            chex.assert_type(rew_d[a], np.float32)
             np.testing.assert_array_equal(obs_d[a], obs_a[:, i])
             np.testing.assert_array_equal(rew_d[a], rew_a[:, i])
             np.testing.assert_array_equal(done_d[a], done_a)
@@ -173,7 +176,7 @@ def test_adapter_round_trip_equals_array_api(adapter, nplayer):
         for name in per_agent:
             value = info_a[name]
             expected = value if value.ndim == 2 else np.broadcast_to(value[:, None], (num_envs, 3))
-            assert info_d[name].shape == (num_envs, 3), name
+            chex.assert_shape(info_d[name], (num_envs, 3), custom_message=name)
             np.testing.assert_array_equal(info_d[name], expected, err_msg=name)
     assert saw_done
     for a, b in zip(jax.tree_util.tree_leaves(state_d), jax.tree_util.tree_leaves(state_a)):
@@ -230,8 +233,8 @@ def test_adapter_runs_a_jaxmarl_style_rollout():
         return jax.lax.scan(env_step, (obs, state), jax.random.split(key, 30))[1]
 
     obs, reward, done, info = jax.device_get(run(jax.random.key(0)))
-    assert obs.shape == (30, num_actors) + env.observation_space("agent_0").shape
-    assert reward.shape == done.shape == (30, num_actors)
+    chex.assert_shape(obs, (30, num_actors) + env.observation_space("agent_0").shape)
+    chex.assert_shape([reward, done], (30, num_actors))
     assert done.any() and info["returned_episode"].any()
     np.testing.assert_array_equal(info["returned_episode"], done)
 
@@ -240,5 +243,4 @@ def test_adapter_full_info_passes_every_leaf(nplayer):
     env = sj.JaxMARLAdapter(nplayer, full_info=True)
     _, state = env.reset(jax.random.key(0))
     _, _, _, _, info = env.step(jax.random.key(1), state, {a: 0 for a in env.agents})
-    assert info["final_obs"].shape == (3,) + nplayer.observation_space().shape
-    assert info["terminated"].shape == (3,)
+    chex.assert_shape([info["final_obs"], info["terminated"]], [(3,) + nplayer.observation_space().shape, (3,)])

@@ -4,6 +4,7 @@ probability and colour, the episode ending, the LOLA variant's movement, payoffs
 respawn and observation, invariants and statistics of random play, the scripted bots,
 determinism and bad input. Hand-made states go through the public, jitted ``env.step``."""
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -102,7 +103,8 @@ def test_start_state(env):
     firsts = {tuple(p) for p in pos[:, 0].tolist()}
     assert firsts == {(2, 9), (9, 2)}  # both assignments occur
     assert {tuple(p) for p in pos[:, 1].tolist()} == firsts
-    assert obs["grid"].shape == (64, 2, 11, 11) and not np.asarray(obs["ready_to_zap"]).any()
+    chex.assert_shape(obs["grid"], (64, 2, 11, 11))
+    assert not np.asarray(obs["ready_to_zap"]).any()
 
 
 def test_random_size_covers_melting_pots_bounds():
@@ -118,7 +120,7 @@ def test_random_size_covers_melting_pots_bounds():
         counts = np.bincount(sizes, minlength=16)[10:]
         assert counts.sum() == 3000 and np.all(np.abs(counts - 500) < 4 * np.sqrt(3000 / 6 * 5 / 6))
     assert np.all(interior.sum((1, 2)) == heights * widths)
-    assert env.render(jax.tree.map(lambda x: x[0], states)).shape == (136, 136, 3)
+    chex.assert_shape(env.render(jax.tree.map(lambda x: x[0], states)), (136, 136, 3))
 
 
 # -------------------------------------------------------------------------- the rewards
@@ -372,7 +374,8 @@ def test_lola_observation():
     absolute: player 1 sees itself as channel 0."""
     state = lola_state([(2, 2), (0, 1)], [(0, 0), (2, 0)])
     ego = np.asarray(CN.lola_obs(state.pos, state.coin_pos, True))
-    assert ego.shape == (2, 3, 3, 4) and np.all(ego.sum((1, 2)) == 1)
+    chex.assert_shape(ego, (2, 3, 3, 4))
+    assert np.all(ego.sum((1, 2)) == 1)
     assert ego[0, 1, 1, 0] and ego[0, 2, 2, 2] and ego[0, 2, 0, 1] and ego[0, 1, 2, 3]
     assert ego[1, 1, 1, 0] and ego[1, 0, 2, 1] and ego[1, 0, 0, 2] and ego[1, 1, 0, 3]
     absolute = np.asarray(CN.lola_obs(state.pos, state.coin_pos, False))
@@ -406,7 +409,8 @@ def test_lola_episode_and_first_step_statistics(lola):
 
 def test_lola_contract(lola):
     traj = check_env(lola, key=KEY, num_envs=4, num_steps=40)
-    assert traj.reward.shape == (4, 40, 2) and np.asarray(traj.done).sum() == 4 * 2
+    chex.assert_shape(traj.reward, (4, 40, 2))
+    assert np.asarray(traj.done).sum() == 4 * 2
 
 
 # ---------------------------------------------------------------------------- bots

@@ -7,15 +7,26 @@ scoped, so it compiles once per env), with the params passed as a traced argumen
 the jitted function, and once more alone (the determinism check: a second compiled
 program). Compilation is most of this file's time (a grid game's step takes seconds to
 compile on a CPU), so the tests below read the trajectory ``check_env`` returns.
+
+Its part 4, reset and steps called without jit, is left out here (``eager_steps=0``):
+eager calls dispatch every operation on its own, about 90 s for the grid games on the
+2-core CPU. :class:`WithAndWithoutJit` (slow tier) checks the same of every environment
+with ``chex.variants``.
 """
 
+import functools
+
+import chex
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
+from absl.testing import parameterized
 
 import socialjax as sj
 from socialjax.core import registry
-from socialjax.testing import check_env
+from socialjax.rollout import rollout_keys
+from socialjax.testing import assert_trees_same, check_env, rollout
 
 # Small static options per environment; a newly registered env must be added here.
 ENV_OPTIONS = {
@@ -77,13 +88,13 @@ def traj(env):
     """``(B, T, ...)`` leaves: the NUM_ENVS random-action rollouts check_env checked
     (shapes and dtypes against the spaces, info keys, observations in the space, auto-
     reset, out-of-range actions flagged, determinism; see its docstring)."""
-    return check_env(env, key=KEY, num_envs=NUM_ENVS, num_steps=NUM_STEPS, alone=first_of_its_class(env.name))
+    return check_env(env, key=KEY, num_envs=NUM_ENVS, num_steps=NUM_STEPS, alone=first_of_its_class(env.name),
+                     eager_steps=0)
 
 
 def test_check_env(env, traj):
     """The contract holds: check_env (in the fixture) raised nothing."""
-    assert traj.done.shape == (NUM_ENVS, NUM_STEPS)
-    assert traj.reward.shape == (NUM_ENVS, NUM_STEPS, env.num_agents)
+    chex.assert_shape([traj.done, traj.reward], [(NUM_ENVS, NUM_STEPS), (NUM_ENVS, NUM_STEPS, env.num_agents)])
 
 
 def test_the_key_matters(traj):
@@ -95,3 +106,54 @@ def test_episode_stats_counts_episodes(traj):
     done = traj.done
     np.testing.assert_array_equal(traj.info["episode_count"], np.cumsum(done, axis=1))
     np.testing.assert_array_equal(traj.info["returned_episode"], done)
+
+
+# --------------------------------------------------------------------------- with and without jit
+EAGER_STEPS = 3
+
+
+@functools.cache
+def jitted_rollout(name: str):
+    """``(env, params, key_reset, key_step, actions, traj)``: the library's rollout of
+    ``name`` (one ``lax.scan``), jitted, EAGER_STEPS random steps, its leaves numpy."""
+    env = sj.make(name, **ENV_OPTIONS[name])
+    params = env.default_params
+    key_reset, key_act, key_step = rollout_keys(KEY, EAGER_STEPS)
+    actions = jax.vmap(lambda k: env.sample_actions(k, params))(key_act)
+    traj = jax.jit(lambda p: rollout(env, KEY, EAGER_STEPS, params=p, actions=actions))(params)
+    return env, params, key_reset, key_step, actions, as_numpy(traj)
+
+
+def as_numpy(tree):
+    """Numpy leaves; a key as its data."""
+    data = lambda x: jax.random.key_data(x) if jnp.issubdtype(x.dtype, jax.dtypes.prng_key) else x  # noqa: E731
+    return jax.device_get(jax.tree_util.tree_map(data, tree))
+
+
+def at(tree, index):
+    return jax.tree_util.tree_map(lambda x: x[index], tree)
+
+
+@pytest.mark.slow
+class WithAndWithoutJit(chex.TestCase):
+    """Every registered environment's ``reset`` and first steps, called with and without
+    ``jit`` (``chex.variants``), give the library's jitted rollout with the same keys and
+    actions: integer and bool leaves equal, floats within ``socialjax.testing``'s ``RTOL``
+    and ``ATOL`` (a
+    compiled program may fuse arithmetic, e.g. ``c - a * b`` into one multiply-add, that
+    op-by-op calls round in between). check_env's part 4, for every environment; in the
+    slow tier for its time (the eager calls and the compilations, about 90 s each)."""
+
+    @chex.variants(with_jit=True, without_jit=True)
+    @parameterized.named_parameters(*((name, name) for name in sj.registered_envs()))
+    def test_reset_and_steps(self, name):
+        env, params, key_reset, key_step, actions, traj = jitted_rollout(name)
+        reset, step = self.variant(env.reset), self.variant(env.step)
+        got = [reset(key_reset, params)]
+        for t in range(EAGER_STEPS):
+            got.append(step(key_step[t], got[-1][1], actions[t], params))
+        want = [(at(traj.obs, 0), at(traj.state, 0))] + [
+            (at(traj.obs, t + 1), at(traj.state, t + 1), traj.reward[t], traj.done[t], at(traj.info, t))
+            for t in range(EAGER_STEPS)
+        ]
+        assert_trees_same(as_numpy(got), want, exact=False)

@@ -5,6 +5,7 @@ mining beam (reach, walls, players, cooldown), regrowth (rate against the config
 of random play and determinism, and bad input. Hand-made states go through the public,
 jitted ``env.step``; one compiled rollout serves the random-play tests."""
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -73,7 +74,8 @@ def test_map_players_and_defaults():
     assert int(p.zap_cooldown) == 2 and float(p.end_prob) == pytest.approx(0.2)
     assert env.zap_rays.num_rays == 1 and env.zap_rays.length == 3
     obs, _ = env.reset(KEY)
-    assert obs["grid"].shape == (6, 11, 11) and set(obs) == {"grid", "ready_to_zap"}
+    assert set(obs) == {"grid", "ready_to_zap"}
+    chex.assert_shape(obs["grid"], (6, 11, 11))
 
 
 # ------------------------------------------------------------------------------- gold

@@ -1,5 +1,7 @@
-"""Donor game rules: accounting, pairing schedules, traces, punishment, bad input."""
+"""Donor game rules: accounting, pairing schedules, traces, punishment, bad input. The
+hand-checked steps run with and without jit (``chex.variants``)."""
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -18,9 +20,7 @@ def rollout(env, key, num_steps, actions=None):
     return before(traj.state), before(traj.obs), traj.actions, traj.reward, traj.done, traj.info
 
 
-@pytest.fixture(scope="module")
-def env():
-    return sj.make("donor_game")
+ENV = sj.make("donor_game")
 
 
 @pytest.fixture(scope="module")
@@ -115,8 +115,9 @@ def test_pairing_schedules(schedule):
                 assert len(set(donors)) == 1  # strict alternation: the same donor twice
 
 
-def test_full_donation_matches_schedule_derivation(env):
+def test_full_donation_matches_schedule_derivation():
     """Everyone gives everything: derive the final resources from the schedule alone."""
+    env = ENV
     state, _, _, _, _, info = jax.device_get(
         jax.jit(lambda k: rollout(env, k, env.episode_length, jnp.ones((env.episode_length, env.num_agents))))(
             jax.random.key(0)
@@ -136,54 +137,6 @@ def test_full_donation_matches_schedule_derivation(env):
     assert sorted(np.unique(info["final_resources"][11])) == [0.0, 30720.0]  # 2 * (10 * 3 * 2^9)
 
 
-def test_trace_update_hand_checked():
-    """N=4, depth 2: a donor's trace becomes [its fraction, recipient's trace[0]]."""
-    env = sj.make("donor_game", num_agents=4, trace_depth=2, games_per_generation=1)
-    obs, state = env.reset(jax.random.key(0))
-    fractions = [0.3, 0.6, 0.9, 0.2]
-    history = []
-    for t in range(3):
-        donors = np.flatnonzero(np.asarray(obs[:, OBS_IS_DONOR]) == 1)
-        partner = np.asarray(env.pairing(state.order, state.step)[0])
-        before = np.asarray(state.trace)
-        obs, state, *_ = env.step(jax.random.key(t), state, jnp.asarray(fractions, jnp.float32))
-        after = np.asarray(state.trace)
-        for d in donors:
-            np.testing.assert_allclose(after[d], [fractions[d], before[partner[d], 0]], rtol=1e-6)
-        for r in set(range(4)) - set(donors):
-            np.testing.assert_array_equal(after[r], before[r])
-        history.append(donors)
-    # by round 3 some donor's recipient had given before, so depth 2 carries information
-    assert np.asarray(state.trace_known)[:, 1].any()
-
-
-def test_observation_is_about_the_partner(env):
-    obs, state = env.reset(jax.random.key(2))
-    obs, state, *_ = env.step(jax.random.key(3), state, jnp.full(env.num_agents, 0.5))
-    partner, is_donor = env.pairing(state.order, state.step)
-    np.testing.assert_array_equal(obs[:, OBS_IS_DONOR], is_donor.astype(jnp.float32))
-    np.testing.assert_array_equal(obs[:, OBS_PARTNER], state.resources[partner])
-    np.testing.assert_array_equal(obs[:, OBS_OWN], state.resources)
-    d = env.trace_depth
-    np.testing.assert_array_equal(obs[:, OBS_TRACE : OBS_TRACE + d], state.trace[partner])
-
-
-def test_punishment_floor_and_cost():
-    env = sj.make("donor_game", num_agents=2, punishment=True, games_per_generation=1)
-    obs, state = env.reset(jax.random.key(0))
-    state = state.replace(resources=jnp.array([10.0, 3.0]))
-    donor = int(np.flatnonzero(np.asarray(env.pairing(state.order, state.step)[1]))[0])
-    actions = jnp.zeros(2).at[donor].set(-0.5)  # pay 5 (or 1.5), fine twice that, floored
-    _, new, reward, _, info = env.step(jax.random.key(1), state, actions)
-    res = np.asarray(state.resources)
-    cost = 0.5 * res[donor]
-    fine = min(2 * cost, res[1 - donor])
-    expected = [res[0] - (cost if donor == 0 else fine), res[1] - (cost if donor == 1 else fine)]
-    np.testing.assert_allclose(np.asarray(info["final_resources"]), expected)
-    assert float(info["punish_cost"][donor]) == pytest.approx(cost)
-    assert float(info["fine"][1 - donor]) == pytest.approx(fine)
-
-
 def test_discrete_action_levels():
     env = sj.make("donor_game", num_agents=2, action_levels=5, punishment=True)
     assert env.action_space().n == 9
@@ -193,12 +146,66 @@ def test_discrete_action_levels():
     np.testing.assert_allclose(plain.action_fractions(jnp.arange(5)), np.linspace(0, 1, 5))
 
 
-def test_invalid_actions_give_nothing(env):
-    obs, state = env.reset(jax.random.key(0))
-    bad = jnp.full(env.num_agents, jnp.nan).at[0].set(2.0).at[1].set(-0.5)
-    _, _, reward, _, info = jax.jit(env.step)(jax.random.key(1), state, bad)
-    assert info["invalid_action"].all()
-    assert float(info["donated"].sum()) == 0.0 and float(jnp.abs(reward).sum()) == 0.0
+class HandCheckedSteps(chex.TestCase):
+    """Steps checked by hand, with and without jit."""
+
+    @chex.variants(with_jit=True, without_jit=True)
+    def test_trace_update_hand_checked(self):
+        """N=4, depth 2: a donor's trace becomes [its fraction, recipient's trace[0]]."""
+        env = sj.make("donor_game", num_agents=4, trace_depth=2, games_per_generation=1)
+        step = self.variant(env.step)
+        obs, state = env.reset(jax.random.key(0))
+        fractions = [0.3, 0.6, 0.9, 0.2]
+        history = []
+        for t in range(3):
+            donors = np.flatnonzero(np.asarray(obs[:, OBS_IS_DONOR]) == 1)
+            partner = np.asarray(env.pairing(state.order, state.step)[0])
+            before = np.asarray(state.trace)
+            obs, state, *_ = step(jax.random.key(t), state, jnp.asarray(fractions, jnp.float32))
+            after = np.asarray(state.trace)
+            for d in donors:
+                np.testing.assert_allclose(after[d], [fractions[d], before[partner[d], 0]], rtol=1e-6)
+            for r in set(range(4)) - set(donors):
+                np.testing.assert_array_equal(after[r], before[r])
+            history.append(donors)
+        # by round 3 some donor's recipient had given before, so depth 2 carries information
+        assert np.asarray(state.trace_known)[:, 1].any()
+
+    @chex.variants(with_jit=True, without_jit=True)
+    def test_observation_is_about_the_partner(self):
+        env = ENV
+        obs, state = env.reset(jax.random.key(2))
+        obs, state, *_ = self.variant(env.step)(jax.random.key(3), state, jnp.full(env.num_agents, 0.5))
+        partner, is_donor = env.pairing(state.order, state.step)
+        np.testing.assert_array_equal(obs[:, OBS_IS_DONOR], is_donor.astype(jnp.float32))
+        np.testing.assert_array_equal(obs[:, OBS_PARTNER], state.resources[partner])
+        np.testing.assert_array_equal(obs[:, OBS_OWN], state.resources)
+        d = env.trace_depth
+        np.testing.assert_array_equal(obs[:, OBS_TRACE : OBS_TRACE + d], state.trace[partner])
+
+    @chex.variants(with_jit=True, without_jit=True)
+    def test_punishment_floor_and_cost(self):
+        env = sj.make("donor_game", num_agents=2, punishment=True, games_per_generation=1)
+        obs, state = env.reset(jax.random.key(0))
+        state = state.replace(resources=jnp.array([10.0, 3.0]))
+        donor = int(np.flatnonzero(np.asarray(env.pairing(state.order, state.step)[1]))[0])
+        actions = jnp.zeros(2).at[donor].set(-0.5)  # pay 5 (or 1.5), fine twice that, floored
+        _, new, reward, _, info = self.variant(env.step)(jax.random.key(1), state, actions)
+        res = np.asarray(state.resources)
+        cost = 0.5 * res[donor]
+        fine = min(2 * cost, res[1 - donor])
+        expected = [res[0] - (cost if donor == 0 else fine), res[1] - (cost if donor == 1 else fine)]
+        np.testing.assert_allclose(np.asarray(info["final_resources"]), expected)
+        assert float(info["punish_cost"][donor]) == pytest.approx(cost)
+        assert float(info["fine"][1 - donor]) == pytest.approx(fine)
+
+    @chex.variants(with_jit=True, without_jit=True)
+    def test_invalid_actions_give_nothing(self):
+        obs, state = ENV.reset(jax.random.key(0))
+        bad = jnp.full(ENV.num_agents, jnp.nan).at[0].set(2.0).at[1].set(-0.5)
+        _, _, reward, _, info = self.variant(ENV.step)(jax.random.key(1), state, bad)
+        assert info["invalid_action"].all()
+        assert float(info["donated"].sum()) == 0.0 and float(jnp.abs(reward).sum()) == 0.0
 
 
 def test_bad_input():

@@ -10,6 +10,7 @@ tests."""
 
 import functools
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -84,7 +85,8 @@ def test_map_players_and_defaults():
     # every token cell starts empty (initialState tokenWait); spawn points are not token cells
     assert np.all(np.asarray(state.cells)[env.token_cells] == EMPTY_TOKEN_CELL)
     assert not env.token_cells[tuple(env.spawn_points.T)].any()
-    assert obs["inventory"].shape == (6, 3) and obs["inventory"].dtype == jnp.float32
+    chex.assert_shape(obs["inventory"], (6, 3))
+    chex.assert_type(obs["inventory"], jnp.float32)
     assert not np.asarray(obs["inventory"]).any()
     assert env.observation_space().spaces["inventory"].shape == (3,)
     p = env.default_params

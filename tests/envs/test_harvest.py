@@ -1,5 +1,6 @@
 """Commons Harvest specifics: maps, presets, eating, regrowth under agents, SSD fines."""
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -30,7 +31,7 @@ def test_maps_and_presets():
     ssd = sj.make("harvest_ssd")
     assert ssd.map.shape == (16, 38) and ssd.num_agents == 5 and ssd.view == (7, 7, 7)
     obs, _ = ssd.reset(jax.random.key(0))
-    assert obs["grid"].shape == (5, 15, 15)
+    chex.assert_shape(obs["grid"], (5, 15, 15))
 
 
 def test_entering_an_apple_cell_eats_it():

@@ -1,7 +1,9 @@
 """Indirect reciprocity: the assessment table of each norm, errors, private views, the
 long-run reputation of a population of discriminators against the analytic fixed point,
-scripted strategies, evolution, bad input."""
+scripted strategies, evolution, bad input. Steps from hand-made states run with and
+without jit (``chex.variants``)."""
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -82,7 +84,7 @@ def test_assessment_table_without_errors(norm, private, handmade_rounds):
     params = IndirectReciprocity(num_agents=8, norm=norm, private_assessment=private).default_params
     state, (obs, new, reward, done, info) = handmade_rounds[(norm, private)]
     rep = np.asarray(new.reputation)
-    assert rep.shape == ((8, 8) if private else (1, 8))
+    chex.assert_shape(rep, (8, 8) if private else (1, 8))
     # every observer (one, or all eight) assigns the table's labels to the donors ...
     np.testing.assert_array_equal(rep[:, [0, 2, 4, 6]], np.broadcast_to(SPEC_TABLE[norm], (rep.shape[0], 4)))
     # ... and the recipients keep theirs
@@ -96,61 +98,73 @@ def test_assessment_table_without_errors(norm, private, handmade_rounds):
     assert not np.asarray(info["execution_error"]).any()
 
 
-def test_private_observers_use_their_own_view_of_the_recipient():
-    env = IndirectReciprocity(num_agents=4, norm="stern_judging", private_assessment=True)
-    params = env.default_params
-    _, state = env.reset(jax.random.key(0), params)
-    # donor 0 defects against recipient 1; observers 0 and 2 see 1 as BAD, 1 and 3 as GOOD
-    reputation = jnp.ones((4, 4), jnp.int32).at[0, 1].set(BAD).at[2, 1].set(BAD)
-    state = state.replace(
-        reputation=reputation,
-        partner=jnp.array([1, 0, 3, 2], jnp.int32),
-        is_donor=jnp.array([1, 0, 1, 0], bool),
-    )
-    _, new, _, _, _ = env.step(jax.random.key(1), state, jnp.array([D, C, C, C], jnp.int32), params)
-    # stern judging: D to B is GOOD, D to G is BAD, each in the observer's own view
-    np.testing.assert_array_equal(new.reputation[:, 0], [GOOD, BAD, GOOD, BAD])
-    np.testing.assert_array_equal(new.reputation[:, 2], GOOD)  # donor 2 helped a GOOD recipient
+class HandMadeSteps(chex.TestCase):
+    """Steps from hand-made states, with and without jit."""
 
+    @chex.variants(with_jit=True, without_jit=True)
+    def test_private_observers_use_their_own_view_of_the_recipient(self):
+        env = IndirectReciprocity(num_agents=4, norm="stern_judging", private_assessment=True)
+        params = env.default_params
+        _, state = env.reset(jax.random.key(0), params)
+        # donor 0 defects against recipient 1; observers 0 and 2 see 1 as BAD, 1 and 3 as GOOD
+        reputation = jnp.ones((4, 4), jnp.int32).at[0, 1].set(BAD).at[2, 1].set(BAD)
+        state = state.replace(
+            reputation=reputation,
+            partner=jnp.array([1, 0, 3, 2], jnp.int32),
+            is_donor=jnp.array([1, 0, 1, 0], bool),
+        )
+        _, new, _, _, _ = self.variant(env.step)(jax.random.key(1), state, jnp.array([D, C, C, C], jnp.int32), params)
+        # stern judging: D to B is GOOD, D to G is BAD, each in the observer's own view
+        np.testing.assert_array_equal(new.reputation[:, 0], [GOOD, BAD, GOOD, BAD])
+        np.testing.assert_array_equal(new.reputation[:, 2], GOOD)  # donor 2 helped a GOOD recipient
 
-def test_observation_layout():
-    env = IndirectReciprocity(num_agents=8, norm="image_scoring")
-    params = env.default_params
-    obs0, state0 = env.reset(jax.random.key(0), params)
-    assert obs0.shape == (8, 4) and obs0.dtype == jnp.float32
-    np.testing.assert_array_equal(obs0[:, OBS_PARTNER_GOOD], 1.0)  # everyone starts GOOD
-    np.testing.assert_array_equal(obs0[:, OBS_PARTNER_SCORE], 0.0)
-    np.testing.assert_array_equal(obs0[:, OBS_IS_DONOR], state0.is_donor)
-    assert int(state0.is_donor.sum()) == 4
-    state = handmade_state(env, params)
-    obs, new, _, _, _ = env.step(jax.random.key(1), state, HANDMADE_ACTIONS, params)
-    partner = np.asarray(new.partner)
-    assert sorted(partner[np.asarray(new.is_donor)]) == sorted(np.flatnonzero(~np.asarray(new.is_donor)))
-    np.testing.assert_array_equal(partner[partner], np.arange(8))
-    np.testing.assert_array_equal(obs[:, OBS_PARTNER_GOOD], np.asarray(new.reputation)[0, partner])
-    np.testing.assert_array_equal(obs[:, OBS_PARTNER_SCORE], np.asarray(new.image_score)[partner])
-    np.testing.assert_array_equal(obs[:, OBS_OWN_GOOD], np.asarray(new.reputation)[0])
-    np.testing.assert_array_equal(obs[:, OBS_IS_DONOR], new.is_donor)
-    # private: own label is the fraction of the others that see the agent as GOOD
-    penv = IndirectReciprocity(num_agents=4, private_assessment=True)
-    _, pstate = penv.reset(jax.random.key(0))
-    pstate = pstate.replace(reputation=jnp.eye(4, dtype=jnp.int32).at[1, 0].set(1).at[2, 0].set(1))
-    own = np.asarray(penv.get_obs(pstate, penv.default_params))[:, OBS_OWN_GOOD]
-    np.testing.assert_allclose(own, [2 / 3, 0, 0, 0])
+    @chex.variants(with_jit=True, without_jit=True)
+    def test_observation_layout(self):
+        env = IndirectReciprocity(num_agents=8, norm="image_scoring")
+        params = env.default_params
+        obs0, state0 = self.variant(env.reset)(jax.random.key(0), params)
+        chex.assert_shape(obs0, (8, 4))
+        chex.assert_type(obs0, jnp.float32)
+        np.testing.assert_array_equal(obs0[:, OBS_PARTNER_GOOD], 1.0)  # everyone starts GOOD
+        np.testing.assert_array_equal(obs0[:, OBS_PARTNER_SCORE], 0.0)
+        np.testing.assert_array_equal(obs0[:, OBS_IS_DONOR], state0.is_donor)
+        assert int(state0.is_donor.sum()) == 4
+        state = handmade_state(env, params)
+        obs, new, _, _, _ = self.variant(env.step)(jax.random.key(1), state, HANDMADE_ACTIONS, params)
+        partner = np.asarray(new.partner)
+        assert sorted(partner[np.asarray(new.is_donor)]) == sorted(np.flatnonzero(~np.asarray(new.is_donor)))
+        np.testing.assert_array_equal(partner[partner], np.arange(8))
+        np.testing.assert_array_equal(obs[:, OBS_PARTNER_GOOD], np.asarray(new.reputation)[0, partner])
+        np.testing.assert_array_equal(obs[:, OBS_PARTNER_SCORE], np.asarray(new.image_score)[partner])
+        np.testing.assert_array_equal(obs[:, OBS_OWN_GOOD], np.asarray(new.reputation)[0])
+        np.testing.assert_array_equal(obs[:, OBS_IS_DONOR], new.is_donor)
+        # private: own label is the fraction of the others that see the agent as GOOD
+        penv = IndirectReciprocity(num_agents=4, private_assessment=True)
+        _, pstate = penv.reset(jax.random.key(0))
+        pstate = pstate.replace(reputation=jnp.eye(4, dtype=jnp.int32).at[1, 0].set(1).at[2, 0].set(1))
+        own = np.asarray(self.variant(penv.get_obs)(pstate, penv.default_params))[:, OBS_OWN_GOOD]
+        np.testing.assert_allclose(own, [2 / 3, 0, 0, 0])
 
+    @chex.variants(with_jit=True, without_jit=True)
+    def test_image_scores_clip(self):
+        env = IndirectReciprocity(num_agents=2, norm="image_scoring")
+        params = env.default_params
+        _, state = env.reset(jax.random.key(0), params)
+        step = self.variant(env.step)
+        for t in range(7):  # both always cooperate: each donates in every round as donor
+            _, state, _, _, _ = step(jax.random.key(t), state, jnp.array([C, C]), params)
+        scores = np.asarray(state.image_score)
+        assert scores.sum() == 7 or scores.max() == 5  # +1 per donation, clipped at 5
+        for t in range(60):
+            _, state, _, _, _ = step(jax.random.key(100 + t), state, jnp.array([D, D]), params)
+        np.testing.assert_array_equal(state.image_score, -5)
 
-def test_image_scores_clip():
-    env = IndirectReciprocity(num_agents=2, norm="image_scoring")
-    params = env.default_params
-    _, state = env.reset(jax.random.key(0), params)
-    step = jax.jit(env.step)
-    for t in range(7):  # both always cooperate: each donates in every round as donor
-        _, state, _, _, _ = step(jax.random.key(t), state, jnp.array([C, C]), params)
-    scores = np.asarray(state.image_score)
-    assert scores.sum() == 7 or scores.max() == 5  # +1 per donation, clipped at 5
-    for t in range(60):
-        _, state, _, _, _ = step(jax.random.key(100 + t), state, jnp.array([D, D]), params)
-    np.testing.assert_array_equal(state.image_score, -5)
+    @chex.variants(with_jit=True, without_jit=True)
+    def test_out_of_range_actions_are_a_flagged_defection(self):
+        env = IndirectReciprocity(num_agents=4)
+        _, state = env.reset(jax.random.key(0))
+        _, _, _, _, info = self.variant(env.step)(jax.random.key(0), state, jnp.array([5, -1, 5, -1]))
+        assert np.asarray(info["invalid_action"]).all() and not np.asarray(info["cooperated"]).any()
 
 
 # ------------------------------------------------------------------ statistics
@@ -353,13 +367,13 @@ def test_evolution_runs_in_jit_and_selects():
 
     history, final = jax.vmap(run)(jax.random.split(jax.random.key(0), 16))
     freq = np.asarray(history["frequencies"])
-    assert freq.shape == (16, 12, NUM_STRATEGIES)
+    chex.assert_shape(freq, (16, 12, NUM_STRATEGIES))
     np.testing.assert_allclose(freq.sum(-1), 1.0, rtol=1e-6)
     np.testing.assert_allclose(freq[:, 0, [ALLC, ALLD]], 0.5)
     assert freq[..., 2:].sum() == 0  # no mutation: no new strategies
     # ALLC pays c = 0.5 per donation and gets nothing more back: ALLD takes over
     assert freq[:, -1, ALLD].mean() > 0.9
-    assert np.asarray(final).shape == (16, 20)
+    chex.assert_shape(final, (16, 20))
     # discriminators under stern judging with errors-free reputations hold off defectors
     disc = jnp.array([DISC] * 14 + [ALLD] * 6, jnp.int32)
     history, _ = jax.jit(
@@ -392,9 +406,6 @@ def test_bad_input():
     _, state = env.reset(jax.random.key(0))
     with pytest.raises(ValueError, match="shape"):
         env.step(jax.random.key(0), state, jnp.zeros(3, jnp.int32))
-    # out-of-range actions under jit: an intended D, flagged
-    _, _, _, _, info = jax.jit(env.step)(jax.random.key(0), state, jnp.array([5, -1, 5, -1]))
-    assert np.asarray(info["invalid_action"]).all() and not np.asarray(info["cooperated"]).any()
     with pytest.raises(ValueError, match="strategy_ids"):
         evolve_strategies(jax.random.key(0), env, jnp.array([0, 1, 2]), 2, 2)
     with pytest.raises(ValueError, match="strategy_ids"):

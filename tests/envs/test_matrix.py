@@ -1,16 +1,20 @@
 """Iterated matrix games (docs/environments.md, "Iterated matrix games").
 
-Statistical checks use a tolerance of 5 standard errors (two-sided false-alarm rate
-about 6e-7 per check); every seed is fixed, so the tests are deterministic.
+The rules of a step (payoffs, codes, history, the episode's end, out-of-range actions)
+are checked with and without jit (``chex.variants``). Statistical checks use a tolerance
+of 5 standard errors (two-sided false-alarm rate about 6e-7 per check); every seed is
+fixed, so the tests are deterministic.
 """
 
 import functools
 import itertools
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from absl.testing import parameterized
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -45,117 +49,145 @@ def row_payoff(g, own, other):
 
 
 @functools.cache
-def compiled(name, **static):
-    """``(env, reset, step)`` with jitted reset and step, built once per configuration."""
-    env = sj.make(name, **static)
-    return env, jax.jit(env.reset), jax.jit(env.step)
-
-
-@functools.cache
-def one_step_batch(name, **static):
-    """Jitted: from a fresh reset, step every row of a ``(B, N)`` action batch once."""
+def game(name, **static):
+    """``(env, reset, step, step_rows)`` of one configuration, each function one object
+    (``jit`` caches its compilation per function object). ``step_rows(key, actions (B, N),
+    params)``: from a fresh reset, step every row of the action batch once."""
     env = sj.make(name, **static)
 
-    @jax.jit
-    def run(key, actions, params):
+    def step_rows(key, actions, params):
         obs, state = env.reset(key, params)
         return jax.vmap(env.step, in_axes=(None, None, 0, None))(key, state, actions, params)
 
-    return env, run
+    return env, env.reset, env.step, step_rows
 
 
-# ----------------------------------------------------------------------------- payoffs
-@pytest.mark.parametrize("name, game", [("ipd", PD), ("stag_hunt", STAG_HUNT), ("chicken", CHICKEN)])
-def test_payoffs_of_every_joint_action(name, game):
-    env, run = one_step_batch(name)
-    _, _, reward, done, info = run(jax.random.key(0), jnp.array(JOINT, jnp.int32), env.default_params)
-    expected = [[row_payoff(game, a0, a1), row_payoff(game, a1, a0)] for a0, a1 in JOINT]
-    np.testing.assert_array_equal(reward, np.float32(expected))
-    assert reward.dtype == jnp.float32
-    np.testing.assert_array_equal(info["executed"], JOINT)
-    assert not np.any(done)
+class StepRules(chex.TestCase):
+    """The rules of a step, with and without jit."""
+
+    # ------------------------------------------------------------------------- payoffs
+    @chex.variants(with_jit=True, without_jit=True)
+    @parameterized.named_parameters(("ipd", "ipd", PD), ("stag_hunt", "stag_hunt", STAG_HUNT),
+                                    ("chicken", "chicken", CHICKEN))
+    def test_payoffs_of_every_joint_action(self, name, game_payoffs):
+        env, _, _, step_rows = game(name)
+        _, _, reward, done, info = self.variant(step_rows)(jax.random.key(0), jnp.array(JOINT, jnp.int32),
+                                                           env.default_params)
+        expected = [[row_payoff(game_payoffs, a0, a1), row_payoff(game_payoffs, a1, a0)] for a0, a1 in JOINT]
+        np.testing.assert_array_equal(reward, np.float32(expected))
+        chex.assert_type(reward, jnp.float32)
+        np.testing.assert_array_equal(info["executed"], JOINT)
+        assert not np.any(done)
+
+    @chex.variants(with_jit=True, without_jit=True)
+    def test_custom_asymmetric_matrix_game(self):
+        payoffs = np.array([[[1.0, 2.0], [3.0, 4.0]], [[5.0, 6.0], [7.0, 8.0]]], np.float32)
+        env, _, _, step_rows = game("matrix_game")
+        params = env.default_params.replace(payoffs=payoffs)
+        _, _, reward, _, _ = self.variant(step_rows)(jax.random.key(0), jnp.array(JOINT, jnp.int32), params)
+        expected = [[payoffs[0, a0, a1], payoffs[1, a0, a1]] for a0, a1 in JOINT]
+        np.testing.assert_array_equal(reward, expected)
+
+    @chex.variants(with_jit=True, without_jit=True)
+    @parameterized.named_parameters(("3_players", 3), ("4_players", 4))
+    def test_nplayer_payoffs_and_codes(self, n):
+        env, _, _, step_rows = game("nplayer_matrix", num_agents=n)
+        run = self.variant(step_rows)
+        joint = np.array(list(itertools.product([C, D], repeat=n)), np.int32)  # all 2^n
+        others_coop = (joint == C).sum(1, keepdims=True) - (joint == C)
+        others_defect = (n - 1) - others_coop
+
+        # default: the PD with every other agent, paid the mean
+        g = PD
+        default = np.where(
+            joint == C,
+            (g["R"] * others_coop + g["S"] * others_defect) / (n - 1),
+            (g["T"] * others_coop + g["P"] * others_defect) / (n - 1),
+        )
+        obs, _, reward, _, _ = run(jax.random.key(0), jnp.asarray(joint), env.default_params)
+        np.testing.assert_allclose(reward, default, rtol=1e-6)
+        np.testing.assert_array_equal(obs[..., -1], 1 + n * joint + others_defect)
+
+        # custom table, every entry distinct: payoffs[a, k] for own action a, k other cooperators
+        table = (10.0 * np.arange(2)[:, None] + np.arange(n)[None, :] + 0.5).astype(np.float32)
+        params = env.default_params.replace(payoffs=table)
+        _, _, reward, _, _ = run(jax.random.key(0), jnp.asarray(joint), params)
+        np.testing.assert_array_equal(reward, table[joint, others_coop])
+
+    # ------------------------------------------------------------------------- observations
+    @chex.variants(with_jit=True, without_jit=True)
+    def test_codes_from_each_players_view(self):
+        env, _, _, step_rows = game("ipd")
+        obs, _, _, _, _ = self.variant(step_rows)(jax.random.key(0), jnp.array(JOINT, jnp.int32), env.default_params)
+        # (C, D): player 0 sees CD, player 1 sees DC
+        np.testing.assert_array_equal(obs[:, :, 0], [[CC, CC], [CD, DC], [DC, CD], [DD, DD]])
+
+    @chex.variants(with_jit=True, without_jit=True)
+    def test_history_order_with_start_token(self):
+        env, reset, step = game("ipd", memory=3, num_rounds=10)[:3]
+        reset, step = self.variant(reset), self.variant(step)
+        obs, state = reset(jax.random.key(0))
+        np.testing.assert_array_equal(obs, [[0, 0, 0], [0, 0, 0]])
+        assert env.observation_space().contains(obs)
+        plays = [((C, D), (CD, DC)), ((D, D), (DD, DD)), ((D, C), (DC, CD)), ((C, C), (CC, CC))]
+        seen = [[], []]
+        for t, (actions, codes) in enumerate(plays):
+            obs, state, _, done, _ = step(jax.random.key(t), state, jnp.array(actions, jnp.int32))
+            for i in range(2):
+                seen[i].append(codes[i])
+                expected = ([0, 0, 0] + seen[i])[-3:]  # oldest first, start token padding
+                np.testing.assert_array_equal(obs[i], expected)
+            assert not done
+
+    @chex.variants(with_jit=True, without_jit=True)
+    def test_observe_round_and_reset_at_cap(self):
+        env, reset, step = game("ipd", num_rounds=3, observe_round=True)[:3]
+        reset, step = self.variant(reset), self.variant(step)
+        obs, state = reset(jax.random.key(0))
+        np.testing.assert_array_equal(obs, [[0, 0], [0, 0]])
+        for t in range(1, 7):  # two episodes
+            obs, state, _, done, info = step(jax.random.key(t), state, jnp.array([C, D], jnp.int32))
+            assert int(info["round"]) == (t - 1) % 3 + 1
+            if t % 3:
+                np.testing.assert_array_equal(obs, [[CD, t % 3], [DC, t % 3]])
+                assert not done
+            else:  # auto-reset: start token, round 0
+                np.testing.assert_array_equal(obs, [[0, 0], [0, 0]])
+                assert done and info["terminated"] and not info["truncated"]
+            assert env.observation_space().contains(obs)
+
+    # ------------------------------------------------------------------------- bad actions
+    @chex.variants(with_jit=True, without_jit=True)
+    def test_out_of_range_action_is_defect_and_flagged(self):
+        env, reset, step = game("ipd")[:3]
+        _, state = reset(jax.random.key(0))
+        step = self.variant(step)
+        for actions, executed in (([2, C], [D, C]), ([C, -1], [C, D]), ([7, 9], [D, D]), ([C, D], [C, D])):
+            obs, _, reward, _, info = step(jax.random.key(1), state, jnp.array(actions, jnp.int32))
+            np.testing.assert_array_equal(info["invalid_action"], [a not in (C, D) for a in actions])
+            np.testing.assert_array_equal(info["executed"], executed)
+            a0, a1 = executed
+            np.testing.assert_array_equal(reward, [row_payoff(PD, a0, a1), row_payoff(PD, a1, a0)])
+            np.testing.assert_array_equal(obs[:, 0], [1 + 2 * a0 + a1, 1 + 2 * a1 + a0])
 
 
-def test_custom_asymmetric_matrix_game():
+def test_bad_payoffs_and_actions_raise():
     payoffs = np.array([[[1.0, 2.0], [3.0, 4.0]], [[5.0, 6.0], [7.0, 8.0]]], np.float32)
-    env, run = one_step_batch("matrix_game")
-    params = env.default_params.replace(payoffs=payoffs)
-    _, _, reward, _, _ = run(jax.random.key(0), jnp.array(JOINT, jnp.int32), params)
-    expected = [[payoffs[0, a0, a1], payoffs[1, a0, a1]] for a0, a1 in JOINT]
-    np.testing.assert_array_equal(reward, expected)
-    # the same payoffs given to make() as a param
-    env2 = sj.make("matrix_game", payoffs=payoffs)
+    env2 = sj.make("matrix_game", payoffs=payoffs)  # the payoffs given to make() as a param
     np.testing.assert_array_equal(env2.default_params.payoffs, payoffs)
     with pytest.raises(ValueError, match="payoffs"):
         sj.make("matrix_game", payoffs=np.zeros((2, 2)))
-
-
-@pytest.mark.parametrize("n", [3, 4])
-def test_nplayer_payoffs_and_codes(n):
-    env, run = one_step_batch("nplayer_matrix", num_agents=n)
-    joint = np.array(list(itertools.product([C, D], repeat=n)), np.int32)  # all 2^n
-    others_coop = (joint == C).sum(1, keepdims=True) - (joint == C)
-    others_defect = (n - 1) - others_coop
-
-    # default: the PD with every other agent, paid the mean
-    g = PD
-    default = np.where(
-        joint == C,
-        (g["R"] * others_coop + g["S"] * others_defect) / (n - 1),
-        (g["T"] * others_coop + g["P"] * others_defect) / (n - 1),
-    )
-    obs, _, reward, _, _ = run(jax.random.key(0), jnp.asarray(joint), env.default_params)
-    np.testing.assert_allclose(reward, default, rtol=1e-6)
-    np.testing.assert_array_equal(obs[..., -1], 1 + n * joint + others_defect)
-
-    # custom table, every entry distinct: payoffs[a, k] for own action a, k other cooperators
-    table = (10.0 * np.arange(2)[:, None] + np.arange(n)[None, :] + 0.5).astype(np.float32)
-    params = env.default_params.replace(payoffs=table)
-    _, _, reward, _, _ = run(jax.random.key(0), jnp.asarray(joint), params)
-    np.testing.assert_array_equal(reward, table[joint, others_coop])
+    n = 3
+    env = sj.make("nplayer_matrix", num_agents=n)
     with pytest.raises(ValueError, match="payoffs"):
         env.step(jax.random.key(0), env.reset(jax.random.key(0))[1], jnp.zeros(n, jnp.int32),
                  env.default_params.replace(payoffs=np.zeros((2, n + 1), np.float32)))
-
-
-# ----------------------------------------------------------------------------- observations
-def test_codes_from_each_players_view():
-    env, run = one_step_batch("ipd")
-    obs, _, _, _, _ = run(jax.random.key(0), jnp.array(JOINT, jnp.int32), env.default_params)
-    # (C, D): player 0 sees CD, player 1 sees DC
-    np.testing.assert_array_equal(obs[:, :, 0], [[CC, CC], [CD, DC], [DC, CD], [DD, DD]])
-
-
-def test_history_order_with_start_token():
-    env, reset, step = compiled("ipd", memory=3, num_rounds=10)
-    obs, state = reset(jax.random.key(0))
-    np.testing.assert_array_equal(obs, [[0, 0, 0], [0, 0, 0]])
-    assert env.observation_space().contains(obs)
-    plays = [((C, D), (CD, DC)), ((D, D), (DD, DD)), ((D, C), (DC, CD)), ((C, C), (CC, CC))]
-    seen = [[], []]
-    for t, (actions, codes) in enumerate(plays):
-        obs, state, _, done, _ = step(jax.random.key(t), state, jnp.array(actions, jnp.int32))
-        for i in range(2):
-            seen[i].append(codes[i])
-            expected = ([0, 0, 0] + seen[i])[-3:]  # oldest first, start token padding
-            np.testing.assert_array_equal(obs[i], expected)
-        assert not done
-
-
-def test_observe_round_and_reset_at_cap():
-    env, reset, step = compiled("ipd", num_rounds=3, observe_round=True)
-    obs, state = reset(jax.random.key(0))
-    np.testing.assert_array_equal(obs, [[0, 0], [0, 0]])
-    for t in range(1, 7):  # two episodes
-        obs, state, _, done, info = step(jax.random.key(t), state, jnp.array([C, D], jnp.int32))
-        assert int(info["round"]) == (t - 1) % 3 + 1
-        if t % 3:
-            np.testing.assert_array_equal(obs, [[CD, t % 3], [DC, t % 3]])
-            assert not done
-        else:  # auto-reset: start token, round 0
-            np.testing.assert_array_equal(obs, [[0, 0], [0, 0]])
-            assert done and info["terminated"] and not info["truncated"]
-        assert env.observation_space().contains(obs)
+    ipd = sj.make("ipd")
+    _, state = ipd.reset(jax.random.key(0))
+    with pytest.raises(TypeError, match="integer"):
+        ipd.step(jax.random.key(1), state, jnp.array([0.0, 1.0]))
+    with pytest.raises(ValueError, match="shape"):
+        ipd.step(jax.random.key(1), state, jnp.array([0, 1, 0], jnp.int32))
 
 
 # ----------------------------------------------------------------------------- rollouts
@@ -381,20 +413,3 @@ def test_random_memory_one_pairs_match_markov_chain(p, q, eps):
     per_env = np.asarray(reward).mean(axis=1)
     se = per_env.std(axis=0, ddof=1) / np.sqrt(envs)
     assert np.all(np.abs(per_env.mean(axis=0) - expected) < Z * se + 1e-3), (per_env.mean(0), expected, se)
-
-
-# ----------------------------------------------------------------------------- bad actions
-def test_out_of_range_action_is_defect_and_flagged():
-    env, reset, step = compiled("ipd")
-    _, state = reset(jax.random.key(0))
-    for actions, executed in (([2, C], [D, C]), ([C, -1], [C, D]), ([7, 9], [D, D]), ([C, D], [C, D])):
-        obs, _, reward, _, info = step(jax.random.key(1), state, jnp.array(actions, jnp.int32))
-        np.testing.assert_array_equal(info["invalid_action"], [a not in (C, D) for a in actions])
-        np.testing.assert_array_equal(info["executed"], executed)
-        a0, a1 = executed
-        np.testing.assert_array_equal(reward, [row_payoff(PD, a0, a1), row_payoff(PD, a1, a0)])
-        np.testing.assert_array_equal(obs[:, 0], [1 + 2 * a0 + a1, 1 + 2 * a1 + a0])
-    with pytest.raises(TypeError, match="integer"):
-        env.step(jax.random.key(1), state, jnp.array([0.0, 1.0]))
-    with pytest.raises(ValueError, match="shape"):
-        env.step(jax.random.key(1), state, jnp.array([0, 1, 0], jnp.int32))

@@ -7,6 +7,7 @@ check of spores under random play, determinism, and bad input. Hand-made states 
 through the public, jitted ``env.step``; one compiled rollout serves the random-play
 tests."""
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -82,7 +83,8 @@ def test_map_players_and_defaults():
     assert (int(p.zap_cooldown), int(p.zap_freeze), int(p.recovery), int(p.respawn_delay)) == (3, 25, 50, 51)
     assert float(p.end_prob) == pytest.approx(0.2)
     obs, _ = env.reset(KEY)
-    assert obs["grid"].shape == (5, 11, 11) and set(obs) == {"grid", "ready_to_zap"}
+    assert set(obs) == {"grid", "ready_to_zap"}
+    chex.assert_shape(obs["grid"], (5, 11, 11))
 
 
 # ---------------------------------------------------------------------------- payoffs

@@ -8,6 +8,7 @@ check); every seed is fixed, so the tests are deterministic.
 import functools
 import itertools
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -199,7 +200,7 @@ def test_every_agent_plays_its_own_game_each_episode(random_pairing_env):
     traj = jax.device_get(jax.jit(lambda key: testing.rollout(env, key, env.episode_length))(jax.random.key(2)))
     obs, done, info = traj.obs[:-1], traj.done, traj.info  # obs: what each step acted on
     played = info["played"]
-    assert played.shape == (env.episode_length, N)
+    chex.assert_shape(played, (env.episode_length, N))
     # each play step seats exactly two players; each agent heads one game of num_rounds rounds
     play_steps = info["phase"] == 1
     np.testing.assert_array_equal(played[play_steps].sum(1), 2)
@@ -214,39 +215,91 @@ def test_every_agent_plays_its_own_game_each_episode(random_pairing_env):
     np.testing.assert_array_equal(obs[play_steps, :, OBS_ACTIVE].sum(1), 2)
 
 
-@pytest.fixture(scope="module")
-def selection_env():
-    env = PartnerPunishment(num_agents=N, num_rounds=1, third_party_punishment=True)
-    # build the default params outside any trace first: if jit(env.reset) is the first
-    # to build them, the cached params are trace constants and a later jit(env.step)
-    # fails on its second call (a base-class issue, reported)
-    env.default_params
-    return env, jax.jit(env.step), jax.jit(env.reset)
+SELECTION = PartnerPunishment(num_agents=N, num_rounds=1, third_party_punishment=True)
+# build the default params outside any trace first: if jit(env.reset) is the first
+# to build them, the cached params are trace constants and a later jit(env.step)
+# fails on its second call (a base-class issue, reported)
+SELECTION.default_params
+RESET, STEP = SELECTION.reset, SELECTION.step  # one object each: the jitted variants compile once
 
 
-def test_selection_respects_picks_and_observes_reputations(selection_env):
-    env, step, reset = selection_env
-    obs, state = reset(jax.random.key(0))
-    assert np.all(obs[:, OBS_SELECT] == 1) and np.all(obs[:, OBS_ACTIVE] == 1)
-    state = state.replace(reputation=jnp.arange(N, dtype=jnp.float32) * 10)
-    picks = np.array([3, 0, 1, 2, 0])  # index among the others
-    expected = np.array([4, 0, 1, 2, 0])  # agent 0 -> 4, 1 -> 0, 2 -> 1, 3 -> 2, 4 -> 0
-    actions = jnp.zeros((N, 3), jnp.int32).at[:, 0].set(picks)
-    obs, state, reward, done, info = step(jax.random.key(1), state, actions)
-    np.testing.assert_array_equal(info["partner"], expected)
-    np.testing.assert_array_equal(reward, 0)
-    assert not info["invalid_action"].any()
-    # play through: the game headed by each agent seats it with its pick
-    seen = set()
-    key = jax.random.key(2)
-    for _ in range(2 * N):
-        players = np.flatnonzero(obs[:, OBS_PLAYER])
-        if obs[0, OBS_PLAY]:
-            seen.add(tuple(sorted(players)))
-        key, k = jax.random.split(key)
-        obs, state, reward, done, info = step(k, state, jnp.zeros((N, 3), jnp.int32))
-    assert done
-    assert seen == {tuple(sorted((i, int(expected[i])))) for i in range(N)}
+class SelectionAndPunishSteps(chex.TestCase):
+    """Partner selection, reputation and punishment steps played by hand, with and without
+    jit."""
+
+    @chex.variants(with_jit=True, without_jit=True)
+    def test_selection_respects_picks_and_observes_reputations(self):
+        step, reset = self.variant(STEP), self.variant(RESET)
+        obs, state = reset(jax.random.key(0))
+        assert np.all(obs[:, OBS_SELECT] == 1) and np.all(obs[:, OBS_ACTIVE] == 1)
+        state = state.replace(reputation=jnp.arange(N, dtype=jnp.float32) * 10)
+        picks = np.array([3, 0, 1, 2, 0])  # index among the others
+        expected = np.array([4, 0, 1, 2, 0])  # agent 0 -> 4, 1 -> 0, 2 -> 1, 3 -> 2, 4 -> 0
+        actions = jnp.zeros((N, 3), jnp.int32).at[:, 0].set(picks)
+        obs, state, reward, done, info = step(jax.random.key(1), state, actions)
+        np.testing.assert_array_equal(info["partner"], expected)
+        np.testing.assert_array_equal(reward, 0)
+        assert not info["invalid_action"].any()
+        # play through: the game headed by each agent seats it with its pick
+        seen = set()
+        key = jax.random.key(2)
+        for _ in range(2 * N):
+            players = np.flatnonzero(obs[:, OBS_PLAYER])
+            if obs[0, OBS_PLAY]:
+                seen.add(tuple(sorted(players)))
+            key, k = jax.random.split(key)
+            obs, state, reward, done, info = step(k, state, jnp.zeros((N, 3), jnp.int32))
+        assert done
+        assert seen == {tuple(sorted((i, int(expected[i])))) for i in range(N)}
+
+    @chex.variants(with_jit=True, without_jit=True)
+    def test_reputation_block_layout(self):
+        reset = self.variant(RESET)
+        obs, state = reset(jax.random.key(0))
+        state = state.replace(reputation=jnp.arange(N, dtype=jnp.float32) * 10)
+        obs = SELECTION.get_obs(state, SELECTION.default_params)
+        for i in range(N):
+            others = [10.0 * j for j in range(N) if j != i]
+            np.testing.assert_array_equal(obs[i, OBS_REP:], [10.0 * i, 0.0] + others)
+
+    @chex.variants(with_jit=True, without_jit=True)
+    def test_punish_step_observation_shows_targets(self):
+        step, reset = self.variant(STEP), self.variant(RESET)
+        obs, state = reset(jax.random.key(4))
+        state = state.replace(order=jnp.arange(N, dtype=jnp.int32))
+        picks = jnp.zeros((N, 3), jnp.int32).at[0, 0].set(0)  # agent 0 picks agent 1
+        obs, state, *_ = step(jax.random.key(5), state, picks)
+        play = jnp.zeros((N, 3), jnp.int32).at[1, 1].set(D)  # 0 plays C, 1 plays D
+        obs, state, *_ = step(jax.random.key(6), state, play)
+        assert np.all(obs[:, OBS_PUNISH] == 1)
+        bys = np.asarray(state.bystander)
+        np.testing.assert_array_equal(np.flatnonzero(obs[:, OBS_THIRD]), np.sort(bys))
+        np.testing.assert_array_equal(np.flatnonzero(obs[:, OBS_ACTIVE]), np.sort(np.r_[0, 1, bys]))
+        # 0's target (1) defected, 1's target (0) cooperated; bystanders see their own target
+        assert obs[0, OBS_TARGET_D] == 1 and obs[1, OBS_TARGET_C] == 1
+        assert obs[bys[0], OBS_TARGET_C] == 1 and obs[bys[1], OBS_TARGET_D] == 1
+
+    @chex.variants(with_jit=True, without_jit=True)
+    def test_out_of_range_heads_are_noop_and_flagged(self):
+        step, reset = self.variant(STEP), self.variant(RESET)
+        obs, state = reset(jax.random.key(0))
+        state = state.replace(order=jnp.arange(N, dtype=jnp.int32))
+        # agent 0's pick is out of range: flagged, replaced by a uniformly random other agent
+        bad = jnp.zeros((N, 3), jnp.int32).at[0, 0].set(N - 1).at[1, 0].set(-1)
+        obs, state, _, _, info = step(jax.random.key(1), state, bad)
+        np.testing.assert_array_equal(info["invalid_action"], [True, True, False, False, False])
+        assert info["partner"][0] != 0 and info["partner"][1] != 1
+        b = int(info["partner"][0])
+        # game 0 vs b: agent 0 sends play 2 (invalid -> D), b cooperates
+        play = jnp.zeros((N, 3), jnp.int32).at[0, 1].set(2)
+        obs, state, reward, _, info = step(jax.random.key(2), state, play)
+        assert info["invalid_action"][0] and info["invalid_action"].sum() == 1
+        assert reward[0] == 4.0 and reward[b] == 0.0
+        # b punishes with an out-of-range value: no punishment, flagged
+        pun = jnp.zeros((N, 3), jnp.int32).at[b, 2].set(7)
+        obs, state, reward, _, info = step(jax.random.key(3), state, pun)
+        assert info["invalid_action"][b]
+        assert info["was_punished"][0] == 0 and info["punished"][b] == 0
 
 
 def test_cycles_repeat_selection_and_keep_reputation():
@@ -288,59 +341,10 @@ def test_cycles_repeat_selection_and_keep_reputation():
     assert len(partners) > 10 and len(orders) > 10
 
 
-def test_reputation_block_layout(selection_env):
-    env, step, reset = selection_env
-    obs, state = reset(jax.random.key(0))
-    state = state.replace(reputation=jnp.arange(N, dtype=jnp.float32) * 10)
-    obs = env.get_obs(state, env.default_params)
-    for i in range(N):
-        others = [10.0 * j for j in range(N) if j != i]
-        np.testing.assert_array_equal(obs[i, OBS_REP:], [10.0 * i, 0.0] + others)
-
-
-def test_punish_step_observation_shows_targets(selection_env):
-    env, step, reset = selection_env
-    obs, state = reset(jax.random.key(4))
-    state = state.replace(order=jnp.arange(N, dtype=jnp.int32))
-    picks = jnp.zeros((N, 3), jnp.int32).at[0, 0].set(0)  # agent 0 picks agent 1
-    obs, state, *_ = step(jax.random.key(5), state, picks)
-    play = jnp.zeros((N, 3), jnp.int32).at[1, 1].set(D)  # 0 plays C, 1 plays D
-    obs, state, *_ = step(jax.random.key(6), state, play)
-    assert np.all(obs[:, OBS_PUNISH] == 1)
-    bys = np.asarray(state.bystander)
-    np.testing.assert_array_equal(np.flatnonzero(obs[:, OBS_THIRD]), np.sort(bys))
-    np.testing.assert_array_equal(np.flatnonzero(obs[:, OBS_ACTIVE]), np.sort(np.r_[0, 1, bys]))
-    # 0's target (1) defected, 1's target (0) cooperated; bystanders see their own target
-    assert obs[0, OBS_TARGET_D] == 1 and obs[1, OBS_TARGET_C] == 1
-    assert obs[bys[0], OBS_TARGET_C] == 1 and obs[bys[1], OBS_TARGET_D] == 1
-
-
 # ----------------------------------------------------------------------------- bad input
-def test_out_of_range_heads_are_noop_and_flagged(selection_env):
-    env, step, reset = selection_env
-    obs, state = reset(jax.random.key(0))
-    state = state.replace(order=jnp.arange(N, dtype=jnp.int32))
-    # agent 0's pick is out of range: flagged, replaced by a uniformly random other agent
-    bad = jnp.zeros((N, 3), jnp.int32).at[0, 0].set(N - 1).at[1, 0].set(-1)
-    obs, state, _, _, info = step(jax.random.key(1), state, bad)
-    np.testing.assert_array_equal(info["invalid_action"], [True, True, False, False, False])
-    assert info["partner"][0] != 0 and info["partner"][1] != 1
-    b = int(info["partner"][0])
-    # game 0 vs b: agent 0 sends play 2 (invalid -> D), b cooperates
-    play = jnp.zeros((N, 3), jnp.int32).at[0, 1].set(2)
-    obs, state, reward, _, info = step(jax.random.key(2), state, play)
-    assert info["invalid_action"][0] and info["invalid_action"].sum() == 1
-    assert reward[0] == 4.0 and reward[b] == 0.0
-    # b punishes with an out-of-range value: no punishment, flagged
-    pun = jnp.zeros((N, 3), jnp.int32).at[b, 2].set(7)
-    obs, state, reward, _, info = step(jax.random.key(3), state, pun)
-    assert info["invalid_action"][b]
-    assert info["was_punished"][0] == 0 and info["punished"][b] == 0
-
-
-def test_actions_of_wrong_shape_or_dtype_raise(selection_env):
-    env, step, reset = selection_env
-    _, state = reset(jax.random.key(0))
+def test_actions_of_wrong_shape_or_dtype_raise():
+    env = SELECTION
+    _, state = env.reset(jax.random.key(0))
     with pytest.raises(ValueError, match="shape"):
         env.step(jax.random.key(1), state, jnp.zeros((N,), jnp.int32))
     with pytest.raises(TypeError, match="integers"):
