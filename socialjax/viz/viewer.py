@@ -39,14 +39,10 @@ import re
 import uuid
 from pathlib import Path
 from string import Template
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from socialjax.viz.video import MAX_FPS, MIN_FPS, Policy, _as_frames, _check_fps_scale, record_rollout
-
-if TYPE_CHECKING:  # socialjax.train imports socialjax.viz
-    from socialjax.train.playback import Playback
 
 #: the frames embedded in one viewer may take this many bytes of base64 PNG at most
 MAX_HTML_BYTES = 50 * 1024**2
@@ -123,10 +119,11 @@ class Viewer:
                    fps=fps, scale=scale)
 
     @classmethod
-    def from_playback(cls, playback: Playback, env, *, title: str | None = None, fps: float = 10,
+    def from_playback(cls, playback, env, *, title: str | None = None, fps: float = 10,
                       scale: int = 3) -> Viewer:
-        """A trained population's game: ``playback`` from :func:`socialjax.train.play`
-        with ``render=True``, ``env`` its environment (``train.env``, for the action
+        """A trained population's game: ``playback``, the ``Playback`` that
+        :func:`socialjax.train.play` returns with ``render=True`` (viz sits below train, so
+        it is not imported here), ``env`` its environment (``train.env``, for the action
         names). Rows are labelled by seat and member, e.g. ``"seat 0 (learner 1)"``."""
         if playback.frames is None:
             raise ValueError("the playback has no frames: play it with render=True")
