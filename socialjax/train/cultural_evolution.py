@@ -220,6 +220,10 @@ class DonorEvolution:
         """Every generation's metrics, one number per run already (``(R, K)``)."""
         return {k: np.asarray(v, np.float32) for k, v in metrics.items()}
 
+    def summarised(self, extra: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Nothing beyond the last generation's metrics: the finish measures nothing."""
+        return {}
+
     @staticmethod
     def progress_line(step: int, values: dict[str, np.ndarray]) -> str:
         return (f"mean final resources {values['mean_final_resources'].mean():8.2f}   "

@@ -17,7 +17,8 @@ and says ``num_updates``, ``log_every`` (updates between progress lines by defau
 ``hparam_grid()`` (``{name: (G,)}``: one value per grid point, a run's ``hparams`` the
 scalars of its point), ``tracked(metrics)`` (a segment's ``(R, K, ...)`` metrics as one
 number per run and update, ``{name: (R, K)}``: what trackers log,
-:mod:`socialjax.train.tracking`), ``headline`` (the tracked names a progress line and a
+:mod:`socialjax.train.tracking`), ``summarised(extra)`` (the finish's metrics as one
+number per run, ``{name: (R,)}``: the trackers' summary), ``headline`` (the tracked names a progress line and a
 live display show), ``progress_line(step, values)`` (the line's text from each run's
 headline values at a step), ``meta`` (the run's description for trackers, JSON values)
 and ``grows_with`` (what its memory grows with, for the refusal of a run too big for a
@@ -79,6 +80,8 @@ class Job(Protocol):
     def hparam_grid(self) -> dict[str, np.ndarray]: ...
 
     def tracked(self, metrics: dict[str, np.ndarray]) -> dict[str, np.ndarray]: ...
+
+    def summarised(self, extra: dict[str, np.ndarray]) -> dict[str, np.ndarray]: ...
 
     def progress_line(self, step: int, values: dict[str, np.ndarray]) -> str: ...
 
@@ -394,7 +397,8 @@ def run_segments(job: Job, blocks: Blocks, plan: list, xs: list, done: int, metr
     ``xs`` (keys, or the resumed states) with ``done`` updates done and their
     ``metrics_so_far`` (``[(R, done, ...)]``). Each call is dispatched before the one
     ahead of it is read back, so the devices never wait for the host. A progress line
-    every ``job.log_every`` updates; each call's tracked values to ``trackers``; a
+    every ``job.log_every`` updates; each call's tracked values to ``trackers``, and the
+    finish's summarised ones; a
     :class:`Snapshot` to ``on_segment`` every ``segment`` updates (counted from
     ``done``) but at the end. When ``stop.requested`` (a first Ctrl-C or SIGTERM):
     once the call under way is done, a snapshot of it (to ``on_segment`` too) and
@@ -425,6 +429,9 @@ def run_segments(job: Job, blocks: Blocks, plan: list, xs: list, done: int, metr
                     next_line = _next_multiple(done, every_line)
             if finish:
                 final, extra = blocks.host([o[0] for o in done_outs]), blocks.host([o[2] for o in done_outs])
+                summary = job.summarised(extra) if trackers else {}
+                for tracker in trackers if summary else ():
+                    tracker.summary(summary)
             elif updates and done < num_updates and (stop.requested or (on_segment is not None
                                                                         and (done - first) % segment == 0)):
                 snapshot = Snapshot(done, blocks.host([o[0] for o in done_outs]), _concat(metrics_so_far),

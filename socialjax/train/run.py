@@ -277,6 +277,22 @@ class PopulationJob:
                     out[name] = np.nanmean(np.asarray(v[:, :, :L], np.float32), axis=-1)
         return out
 
+    def summarised(self, extra: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """The evaluation of the trained populations (``eval/...``, see
+        :mod:`~socialjax.train.evaluation`) as one number per run: the per-game ones as
+        they are, the per-member ones (``eval/reward_rate``) as the mean over the learners;
+        not the cross-play matrix."""
+        L = self.train.plan.num_learners
+        out = {}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            for name, v in extra.items():
+                if name.startswith("eval/") and v.ndim == 1:
+                    out[name] = np.asarray(v, np.float32)
+                elif name.startswith("eval/") and v.ndim == 2:
+                    out[name] = np.nanmean(np.asarray(v[:, :L], np.float32), axis=-1)
+        return out
+
     @staticmethod
     def progress_line(step: int, values: dict[str, np.ndarray]) -> str:
         ret = values["return"][np.isfinite(values["return"])]  # NaN in runs where no episode ended this update

@@ -12,15 +12,16 @@ persistent compilation cache).
 
 A tracker's life: :meth:`Tracker.open` with the :class:`RunSet` (the runs, their grid
 points and seeds, and the run's metadata: the config and the environment), then
-:meth:`Tracker.log` after every segment, :meth:`Tracker.artifact` for files made after
-the run (the final figures), :meth:`Tracker.close`. ``sj.train.run(..., log=...)`` takes
+:meth:`Tracker.log` after every segment, :meth:`Tracker.summary` with the run's end (the
+evaluation), :meth:`Tracker.artifact` for files made after the run (the final figures),
+:meth:`Tracker.close`. ``sj.train.run(..., log=...)`` takes
 tracker objects or the names in :data:`TRACKERS` (made by :func:`make_trackers` under
 ``log_dir``); it closes the trackers it made from names and leaves the objects it was
 given open, so that their owner can add artifacts (trackers are context managers).
 
 - :class:`CsvLog`: ``metrics.csv``, one row per run and update, written as it goes, with
-  ``runs.csv`` (each run's grid point, seed and hyperparameters), ``meta.json``, and the
-  artifacts copied beside them. Needs nothing beyond the core install.
+  ``runs.csv`` (each run's grid point, seed and hyperparameters), ``summary.csv`` (each
+  run's evaluation), ``meta.json``, and the artifacts copied beside them. Needs nothing beyond the core install.
 - :class:`TensorBoardLog`: one event file per run in ``<folder>/<run name>/`` (so
   TensorBoard draws one curve per run), with each run's hyperparameters for the HParams
   dashboard and the metadata as text; artifacts as images. ``pip install
@@ -109,6 +110,10 @@ class Tracker(Protocol):
         """After a segment: ``values`` ``{name: (R, K)}`` of updates ``update .. update +
         K - 1`` (0-based; the step logged is the number of updates done, ``update + k + 1``)."""
 
+    def summary(self, values: dict[str, np.ndarray]) -> None:
+        """After the last update: ``values`` ``{name: (R,)}``, one number per run of the
+        run's end (the evaluation of the trained populations)."""
+
     def artifact(self, path: str | os.PathLike) -> None:
         """A file made from the run (a figure): kept with the run's record."""
 
@@ -182,6 +187,16 @@ class CsvLog(_Lifecycle):
         self._writer.writerows(rows)
         self._file.flush()
 
+    def summary(self, values: dict[str, np.ndarray]) -> None:
+        """``summary.csv``: a row per run (``run, grid_point, seed`` and one column per value)."""
+        runs = self._opened()
+        names = sorted(values)
+        with open(self.folder / "summary.csv", "w", newline="") as f:
+            writer = csv.writer(f)
+            writer.writerow(["run", "grid_point", "seed", *names])
+            for r in range(len(runs)):
+                writer.writerow([runs.name(r), *runs.point(r), *(_cell(np.float32(values[k][r])) for k in names)])
+
     def artifact(self, path: str | os.PathLike) -> None:
         self._opened()
         shutil.copy2(path, self.folder / Path(path).name)
@@ -234,18 +249,18 @@ class TensorBoardLog(_Lifecycle):
         return path
 
     def log(self, update: int, values: dict[str, np.ndarray]) -> None:
-        from tensorboard.compat.proto import summary_pb2
-
         self._opened()
         names = sorted(values)
         arrays = [np.asarray(values[k], np.float64) for k in names]
         for r, path in enumerate(self._paths):
-            events = []
-            for k, step in enumerate(_steps(update, values)):
-                summary = summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag=name, simple_value=float(a[r, k]))
-                                                     for name, a in zip(names, arrays) if np.isfinite(a[r, k])])
-                events.append(_event(step, summary))
-            self._write(path, events)
+            self._write(path, [_event(step, _scalars({n: a[r, k] for n, a in zip(names, arrays)}))
+                               for k, step in enumerate(_steps(update, values))])
+
+    def summary(self, values: dict[str, np.ndarray]) -> None:
+        """Scalars at the last step (``num_updates``), each run in its own file."""
+        runs = self._opened()
+        for r, path in enumerate(self._paths):
+            self._write(path, [_event(runs.num_updates, _scalars({n: v[r] for n, v in values.items()}))])
 
     def artifact(self, path: str | os.PathLike) -> None:
         from PIL import Image  # on call, as in socialjax.viz: Pillow only serves the figure
@@ -277,6 +292,14 @@ def _event(step: int, summary):
     from tensorboard.compat.proto import event_pb2
 
     return event_pb2.Event(wall_time=time.time(), step=int(step), summary=summary)
+
+
+def _scalars(values: dict[str, float]):
+    """A summary of scalars, the finite ones (a NaN is a value nobody measured)."""
+    from tensorboard.compat.proto import summary_pb2
+
+    return summary_pb2.Summary(value=[summary_pb2.Summary.Value(tag=name, simple_value=float(v))
+                                      for name, v in values.items() if np.isfinite(v)])
 
 
 def _text_summary(tag: str, text: str):
@@ -335,6 +358,12 @@ class WandbLog(_Lifecycle):
         for r, run in enumerate(self._runs):
             for k, step in enumerate(_steps(update, values)):
                 run.log({name: _number(a[r, k]) for name, a in arrays.items() if np.isfinite(a[r, k])}, step=step)
+
+    def summary(self, values: dict[str, np.ndarray]) -> None:
+        """Each run's W&B summary (the numbers its row shows in a project's table)."""
+        self._opened()
+        for r, run in enumerate(self._runs):
+            run.summary.update({name: _number(v[r]) for name, v in values.items() if np.isfinite(v[r])})
 
     def artifact(self, path: str | os.PathLike) -> None:
         import wandb

@@ -84,6 +84,15 @@ class LiveDisplay:
         self._update(self.html)
         self._drawn_at, self._last_draw = self._done, time.perf_counter()
 
+    def summary(self, values: dict[str, np.ndarray]) -> None:
+        """The run's end (its evaluation) as a line under the curves: each value's mean over the runs."""
+        with warnings.catch_warnings():  # a value no run measured: NaN
+            warnings.simplefilter("ignore", RuntimeWarning)
+            means = "  ".join(f"{k} {np.nanmean(v):.4g}" for k, v in sorted(values.items()))
+        if means and self._update is not None:
+            self.html = self.html.replace("</pre>", f"\nend of the run: {_escape(means)}</pre>", 1)
+            self._update(self.html)
+
     def artifact(self, path) -> None:
         """Nothing to keep: the display is on screen (and in the saved notebook)."""
 

@@ -70,16 +70,24 @@ def wandb_records(path: Path) -> list:
     return records
 
 
+def values(items) -> dict:
+    """W&B's key-value records as ``{key: value}`` (a nested key joined with ``/``)."""
+    return {i.key or "/".join(i.nested_key): json.loads(i.value_json) for i in items}
+
+
 def wandb_runs(folder: Path) -> dict[str, dict]:
-    """``{run name: {"group", "config", "history": [{key: value}]}}`` of the offline runs."""
+    """``{run name: {"group", "config", "history": [{key: value}], "summary": {key: value}}}``
+    of the offline runs."""
     runs = {}
     for log in folder.rglob("offline-run-*/run-*.wandb"):
         records = wandb_records(log)
         run = next(r.run for r in records if r.WhichOneof("record_type") == "run")
-        history = [{i.key or "/".join(i.nested_key): json.loads(i.value_json) for i in r.history.item}
-                   for r in records if r.WhichOneof("record_type") == "history"]
-        runs[run.display_name] = {"group": run.run_group, "history": history,
-                                  "config": {i.key: json.loads(i.value_json) for i in run.config.update}}
+        history = [values(r.history.item) for r in records if r.WhichOneof("record_type") == "history"]
+        summary = {}
+        for r in records:  # the summary's updates, in order
+            summary.update(values(r.summary.update) if r.WhichOneof("record_type") == "summary" else {})
+        runs[run.display_name] = {"group": run.run_group, "history": history, "summary": summary,
+                                  "config": values(run.config.update)}
     return runs
 
 
@@ -181,6 +189,21 @@ def test_wandb_offline_has_a_run_per_grid_point_and_seed(logged):
     assert any(k.startswith("figures/curves/") for h in runs[RUN_NAMES[0]]["history"] for k in h)
 
 
+def test_the_evaluation_is_each_runs_summary(logged):
+    """The trained populations' evaluation, one number per run: TensorBoard at the last
+    step, CSV's summary.csv, W&B's run summary."""
+    want = np.asarray(logged["result"].metrics["eval/collective_return"], np.float32).reshape(-1)
+    rate = np.nanmean(np.asarray(logged["result"].metrics["eval/reward_rate"], np.float32), axis=-1).reshape(-1)
+    curves = scalars(logged["dir"] / "tensorboard", "eval/collective_return")
+    np.testing.assert_allclose([curves[n] for n in RUN_NAMES], [[(UPDATES, w)] for w in want], rtol=1e-6)
+    with open(logged["dir"] / "csv" / "summary.csv") as f:
+        rows = {row["run"]: row for row in csv.DictReader(f)}
+    np.testing.assert_allclose([float(rows[n]["eval/reward_rate"]) for n in RUN_NAMES], rate, rtol=1e-6)
+    assert "eval/crossplay" not in rows[RUN_NAMES[0]]  # a matrix per run, not a number
+    runs = wandb_runs(logged["dir"] / "wandb")
+    np.testing.assert_allclose([runs[n]["summary"]["eval/collective_return"] for n in RUN_NAMES], want, rtol=1e-6)
+
+
 def test_tracked_values_are_the_learners_means_and_the_social_metrics(logged):
     """What is tracked: per-game metrics as they are, per-member ones averaged over the
     learners, no bookkeeping."""
@@ -241,6 +264,9 @@ def test_live_display_draws_a_curve_per_headline_metric_and_grid_point():
         display.log(u, {"reward_rate": np.full((4, 1), float(u)), "return": np.full((4, 1), np.nan)})
     assert "[4/4] reward 3.00" in display.html and "data:image/png;base64," in display.html
     assert display._drawn_at == 4  # at updates 2 and 4 (every=2)
+    display.summary({"eval/collective_return": np.array([1.0, 2.0, 3.0, np.nan])})
+    assert "end of the run: eval/collective_return 2" in display.html
+    assert shown[-1] == display.html  # every redraw replaced what is on screen
 
 
 def test_run_in_a_notebook_shows_the_live_display_not_lines(monkeypatch, capsys):
