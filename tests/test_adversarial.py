@@ -55,7 +55,7 @@ from socialjax.reproduce import ENTRIES
 from socialjax.train import compilation, make_train, store
 from socialjax.train.config import TrainConfig
 from socialjax.train.presets import PRESETS, get_preset
-from socialjax.viz import video
+from socialjax.viz import video, viewer
 
 # the modules whose work the CLI inputs stop at (socialjax.train.run is also a function's name)
 run_module = importlib.import_module("socialjax.train.run")
@@ -440,10 +440,10 @@ def tiny_settings() -> list[str]:
 NUMERIC_TEXT = ("-1", "0", "1", "2", "3", "-0", "2147483647", "2147483648", "-2147483649", "99999999999999999999",
                 "9223372036854775808", "1e3", "1.5", "0.5", "-0.5", "nan", "NaN", "inf", "-inf", "1e39", "", " ", " 3",
                 "٣", "0x10", "1_000", "+4", "1,2", "1,,2", ",", "0,0", "-1,0", "1,2,3", "0,1,0,1", "2,inf")
-PATH_TOKENS = ("RESULT", "RESULT/sub", "RESULT/summary.txt", "RESULT/video.gif", "RESULT/table.csv",
-               "RESULT/bench.json", "RESULT/resume", "FILE", "FILE/x", "EMPTY", "FOREIGN", "missing",
-               "missing/deeper/x", "../x", ".", "..", "/", "out", "out.gif", "out.mp4", "out.csv", "out.json",
-               "out.txt", "ünïcødé ☃", "x" * 300, "a b", "-x", "--", "=")
+PATH_TOKENS = ("RESULT", "RESULT/sub", "RESULT/summary.txt", "RESULT/video.gif", "RESULT/video.html",
+               "RESULT/table.csv", "RESULT/bench.json", "RESULT/resume", "FILE", "FILE/x", "EMPTY", "FOREIGN",
+               "missing", "missing/deeper/x", "../x", ".", "..", "/", "out", "out.gif", "out.mp4", "out.html",
+               "out.csv", "out.json", "out.txt", "ünïcødé ☃", "x" * 300, "a b", "-x", "--", "=")
 
 
 def flag_values(command: str, action: argparse.Action) -> st.SearchStrategy:
@@ -497,6 +497,7 @@ def work_sentinels(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(cli.evaluate, "play", start)
     mp.setattr(cli.render, "play", start)
     mp.setattr(video, "rollout_frames", start)
+    mp.setattr(viewer, "record_rollout", start)  # `render --out x.html`: the viewer's rollout
     mp.setattr(cli.reproduce, "reproduce", start)
     mp.setattr(bench_module, "measure", start)
     mp.setattr(compilation, "clear_cache", start)  # the test run's own compilation cache stays
