@@ -263,35 +263,18 @@ class PopulationJob:
         ``return``, losses) as the mean over the learners (NaN where none has a value, e.g.
         no episode ended); ``hparams/...`` only under PBT, where they change; not the
         bookkeeping (``parents``, ``seat_count``, ``halted``)."""
-        L = self.train.plan.num_learners
         evolving = self.train.config.selection == "pbt"
-        out = {}
-        with warnings.catch_warnings():  # a mean over nothing (no episode ended) is NaN
-            warnings.simplefilter("ignore", RuntimeWarning)
-            for name, v in metrics.items():
-                if name in UNTRACKED or (name.startswith("hparams/") and not evolving):
-                    continue
-                if v.ndim == 2:
-                    out[name] = np.asarray(v, np.float32)
-                elif v.ndim == 3:
-                    out[name] = np.nanmean(np.asarray(v[:, :, :L], np.float32), axis=-1)
-        return out
+        return _per_run({name: v for name, v in metrics.items()
+                         if name not in UNTRACKED and (evolving or not name.startswith("hparams/"))},
+                        lead=2, num_learners=self.train.plan.num_learners)
 
     def summarised(self, extra: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The evaluation of the trained populations (``eval/...``, see
         :mod:`~socialjax.train.evaluation`) as one number per run: the per-game ones as
         they are, the per-member ones (``eval/reward_rate``) as the mean over the learners;
         not the cross-play matrix."""
-        L = self.train.plan.num_learners
-        out = {}
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            for name, v in extra.items():
-                if name.startswith("eval/") and v.ndim == 1:
-                    out[name] = np.asarray(v, np.float32)
-                elif name.startswith("eval/") and v.ndim == 2:
-                    out[name] = np.nanmean(np.asarray(v[:, :L], np.float32), axis=-1)
-        return out
+        return _per_run({name: v for name, v in extra.items() if name.startswith("eval/")}, lead=1,
+                        num_learners=self.train.plan.num_learners)
 
     @staticmethod
     def progress_line(step: int, values: dict[str, np.ndarray]) -> str:
@@ -301,6 +284,22 @@ class PopulationJob:
 
 
 UNTRACKED = ("parents", "seat_count", "halted")  # per-update bookkeeping, not a training signal
+
+
+def _per_run(metrics: dict[str, np.ndarray], lead: int, num_learners: int) -> dict[str, np.ndarray]:
+    """Metrics with ``lead`` leading axes (run, and update) as one float32 number each: a
+    value per game as it is, one per member or learner (one more axis) as the mean over
+    the learners (NaN where none has a value, e.g. no episode ended); anything with more
+    axes (the cross-play matrix) left out."""
+    out = {}
+    with warnings.catch_warnings():  # a mean over nothing is NaN
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for name, v in metrics.items():
+            if v.ndim == lead:
+                out[name] = np.asarray(v, np.float32)
+            elif v.ndim == lead + 1:
+                out[name] = np.nanmean(np.asarray(v[..., :num_learners], np.float32), axis=-1)
+    return out
 
 
 def _nan_runs(metrics: dict[str, np.ndarray], grid: dict[str, np.ndarray], config: TrainConfig,
