@@ -27,9 +27,10 @@ Two settings do not change the parameters, only how they are computed:
 
 - ``conv``: how each convolution (:class:`Conv2D`) is computed, one of the functions of
   :mod:`socialjax.agents.convolution`: ``"patch"`` (one matrix product over image
-  patches), ``"xla"`` (``lax.conv_general_dilated``, what flax's ``nn.Conv`` calls:
-  fastest on GPUs) or ``"looped"`` (XLA's convolution with hand-written gradients,
-  population members one after another: fastest on XLA's CPU backend).
+  patches), ``"xla"`` (``lax.conv_general_dilated``, what flax's ``nn.Conv`` calls; many
+  members' own kernels as batched matrix products: the GPU's choice) or ``"looped"``
+  (XLA's convolution with hand-written gradients, population members one after another:
+  fastest on XLA's CPU backend). None becomes a grouped convolution under ``vmap``.
   :func:`resolve_conv` turns ``"auto"`` into ``"looped"`` or ``"xla"`` for the default backend.
 - ``dtype``: the compute dtype. ``jnp.bfloat16`` runs the embeddings, convolutions and
   dense layers in bfloat16 with float32 parameters; the GRU and its state stay float32,

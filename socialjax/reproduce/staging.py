@@ -63,7 +63,8 @@ class Staging:
         return RunResult(loaded.config, loaded.env_name, loaded.seeds, loaded.grid, loaded.metrics, loaded.states,
                          list(meta.get("nan_runs", [])), float(meta.get("seconds", 0.0)),
                          float(meta.get("compile_seconds", 0.0)), int(meta.get("per_device", 1)),
-                         meta.get("chunk"), int(meta.get("memory_bytes", 0)))
+                         meta.get("chunk"), int(meta.get("memory_bytes", 0)),
+                         {k: tuple(v) for k, v in meta.get("compile_times", {}).items()})
 
     def put(self, name: str, result: RunResult, *, env_name: str, env_options: dict, preset: str,
             base_seed: int) -> None:

@@ -1,12 +1,19 @@
-"""Runs spread over devices: equal blocks of runs, one per device, each device running
-the same compiled single-device program (see :mod:`socialjax.train.run`).
+"""Runs spread over devices: equal blocks of runs, each the same compiled single-device
+program, one or more per device (see :mod:`socialjax.train.run`).
 
-- :class:`Layout` / :func:`lay_out`: how ``R`` runs are cut into blocks ``(per_device,)``.
-- :func:`device_program`: ``jit(vmap(one run))`` (chunked with ``lax.map``, or a lone
-  run unbatched), :func:`compile_blocks`: one compile per device.
+- :class:`Layout` / :func:`lay_out`: how ``R`` runs are cut into ``(per_device,)`` runs
+  per device, and those into blocks of ``block`` runs (a chunk), each one call.
+- :func:`device_program`: ``jit(vmap(one run))`` over a block (a lone run unbatched),
+  :func:`compile_blocks`: one compile per device, shared by the device's blocks.
 - :func:`place_blocks`, :func:`dispatch`, :func:`gather`, :func:`take_state`,
   :func:`put_state`: blocks onto their devices and back onto the host (every process
   gathers every process's slots when the devices span several).
+
+A device's chunks are separate calls of one program, queued on the device one after
+another, rather than a loop inside one program: what is compiled is the program of one
+chunk, the same for ten runs or ten thousand, so compile time does not grow with the
+number of runs (a loop over chunks around the program compiled 25-35% slower on the CPU,
+BENCHMARKS.md, "Many seeds on one device").
 """
 
 from __future__ import annotations
@@ -27,14 +34,26 @@ from socialjax.train.compilation import compiler_options
 
 @dataclasses.dataclass(frozen=True)
 class Layout:
-    """How ``num_runs`` runs are cut into equal blocks, one per used device.
+    """How ``num_runs`` runs are cut into equal blocks.
 
-    ``per_device`` runs per block; ``devices`` the devices used, in block order;
+    ``per_device`` runs per used device, ``devices`` the devices used, in order;
+    ``chunk``: runs per block (one call of the compiled program; ``None``: a device's
+    runs in one block). Blocks run device by device, a device's blocks in run order;
     ``index`` ``(padded,)``: the run each slot computes (padding repeats the last run)."""
 
     num_runs: int
     per_device: int
     devices: tuple
+    chunk: int | None = None
+
+    @property
+    def block(self) -> int:
+        """Runs per block (per call)."""
+        return self.chunk or self.per_device
+
+    @property
+    def blocks_per_device(self) -> int:
+        return self.per_device // self.block
 
     @property
     def padded(self) -> int:
@@ -49,10 +68,22 @@ class Layout:
     def index(self) -> np.ndarray:
         return np.minimum(np.arange(self.padded), self.num_runs - 1)
 
+    def local_blocks(self) -> list[tuple[jax.Device, slice]]:
+        """This process's blocks: each one's device and its slots, in run order."""
+        here = jax.process_index()
+        out = []
+        for i, device in enumerate(self.devices):
+            if device.process_index != here:
+                continue
+            for c in range(self.blocks_per_device):
+                start = i * self.per_device + c * self.block
+                out.append((device, slice(start, start + self.block)))
+        return out
+
 
 def lay_out(num_runs: int, devices: Sequence[jax.Device], chunk: int | None = None) -> Layout:
     """Equal blocks of runs (whole chunks with ``chunk``), spread over as many of
-    ``devices`` as hold a real run. Over several hosts every device gets a block (each
+    ``devices`` as hold a real run. Over several hosts every device gets its runs (each
     host must hold the same number of blocks to gather)."""
     D = len(devices)
     # with chunks, every chunk is the same program whatever its size: pad to whole chunks
@@ -61,21 +92,19 @@ def lay_out(num_runs: int, devices: Sequence[jax.Device], chunk: int | None = No
         used = tuple(sorted(devices, key=lambda d: (d.process_index, d.id)))
     else:
         used = tuple(devices[: -(-num_runs // per_device)])
-    return Layout(num_runs, per_device, used)
+    return Layout(num_runs, per_device, used, chunk)
 
 
-def device_program(fn: Callable, per_device: int, chunk: int | None = None, shared: int = 0) -> Callable:
-    """What one device runs on its block of ``per_device`` runs: ``fn`` is one run's
-    program, every argument but the last ``shared`` has a leading run axis.
-    ``jit(vmap(fn))``; with ``chunk``, a ``lax.map`` over vmapped chunks of ``chunk``
-    runs; a lone run (``per_device=1``) is computed as ``fn`` itself, unbatched."""
+def device_program(fn: Callable, block: int, shared: int = 0) -> Callable:
+    """What one call computes on a block of ``block`` runs: ``fn`` is one run's program,
+    every argument but the last ``shared`` has a leading run axis. ``jit(vmap(fn))``; a
+    block of one run is computed as ``fn`` itself, unbatched (so a chunk of one gives
+    the bits of a lone run)."""
 
     def call(*args):
         batched, common = args[: len(args) - shared], args[len(args) - shared:]
         one = lambda b: fn(*b, *common)  # noqa: E731
-        if chunk is not None:
-            return jax.lax.map(one, batched, batch_size=chunk)
-        if per_device == 1:
+        if block == 1:
             out = one(jax.tree_util.tree_map(lambda x: x[0], batched))
             return jax.tree_util.tree_map(lambda x: x[None], out)
         return jax.vmap(lambda *b: one(b))(*batched)
@@ -84,36 +113,35 @@ def device_program(fn: Callable, per_device: int, chunk: int | None = None, shar
 
 
 def place_blocks(layout: Layout, keys: jax.Array, hparams: dict[str, np.ndarray]) -> list[tuple]:
-    """``(keys, hparams)`` of each of this host's blocks, on its device."""
-    B = layout.per_device
-    here = jax.process_index()
-    blocks = []
-    for i, device in enumerate(layout.devices):
-        if device.process_index != here:
-            continue
-        part = slice(i * B, (i + 1) * B)
-        blocks.append((jax.device_put(keys[part], device),
-                       {k: jax.device_put(v[part], device) for k, v in hparams.items()}))
-    return blocks
+    """``(keys, hparams)`` of each of this host's blocks, on its device (``keys`` and
+    ``hparams`` over the layout's slots)."""
+    return [(jax.device_put(keys[part], device), {k: jax.device_put(v[part], device) for k, v in hparams.items()})
+            for device, part in layout.local_blocks()]
 
 
 def compile_blocks(program: Callable, args: list[tuple], fits: Callable[[Any], bool] | None = None):
-    """Compile ``program`` for each device's arguments (one compile per device: the
-    same HLO everywhere, so the same bits), with the training programs' compiler
-    options for the backend (:func:`~socialjax.train.compilation.compiler_options`). The
-    first is compiled alone and shown to ``fits`` (which may refuse it: then ``None`` is
-    returned before the others compile); the rest compile in parallel threads."""
-    lowered = [program.lower(*a) for a in args]  # tracing is shared; lowering is cheap
-    options = compiler_options(_device_of(args[0]))
-    pool = ThreadPoolExecutor(max(len(lowered) - 1, 1), thread_name_prefix="socialjax-compile")
+    """Compile ``program`` for each block's arguments, once per device (the same HLO
+    everywhere, so the same bits; a device's blocks share its program), with the training
+    programs' compiler options for the backend
+    (:func:`~socialjax.train.compilation.compiler_options`). Returns one program per
+    block. The first is compiled alone and shown to ``fits`` (which may refuse it: then
+    ``None`` is returned before the others compile); the rest compile in parallel threads."""
+    firsts = {}  # each device's first block
+    for i, a in enumerate(args):
+        firsts.setdefault(_device_of(a), i)
+    lowered = {d: program.lower(*args[i]) for d, i in firsts.items()}  # tracing is shared; lowering is cheap
+    devices = list(lowered)
+    options = compiler_options(devices[0])
+    pool = ThreadPoolExecutor(max(len(devices) - 1, 1), thread_name_prefix="socialjax-compile")
     try:  # compiled in threads, so that the main thread waits where a Ctrl-C reaches it at once
-        first = pool.submit(lowered[0].compile, options).result()
+        first = pool.submit(lowered[devices[0]].compile, options).result()
         if fits is not None and not fits(first):
             return None
-        rest = [pool.submit(low.compile, options) for low in lowered[1:]]
-        return [first, *(f.result() for f in rest)]
+        rest = {d: pool.submit(lowered[d].compile, options) for d in devices[1:]}
+        compiled = {devices[0]: first, **{d: f.result() for d, f in rest.items()}}
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
+    return [compiled[_device_of(a)] for a in args]
 
 
 def _device_of(args) -> jax.Device:
@@ -171,15 +199,9 @@ def take_state(states: list, layout: Layout, num_runs: int):
 def put_state(state, layout: Layout) -> list:
     """A :class:`~socialjax.train.run.Snapshot`'s state back onto this host's devices, in ``layout``'s blocks
     (padding repeats the last run); key data becomes keys again."""
-    B = layout.per_device
-    here = jax.process_index()
     index = layout.index
-    blocks = []
-    for i, device in enumerate(layout.devices):
-        if device.process_index != here:
-            continue
-        part = index[i * B:(i + 1) * B]
-        blocks.append(jax.tree_util.tree_map(lambda x: jax.device_put(np.asarray(x)[part], device), state))
+    blocks = [jax.tree_util.tree_map(lambda x: jax.device_put(np.asarray(x)[index[part]], device), state)
+              for device, part in layout.local_blocks()]
     return [jax.tree_util.tree_map(from_key_data, b, is_leaf=_is_key_data) for b in blocks]
 
 

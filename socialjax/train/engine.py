@@ -93,7 +93,7 @@ class JobResult:
     ``metrics``: the per-update metrics ``(G, S, U, ...)`` and the finish's; ``states``: the
     finished runs (numpy leaves, keys as key data); ``grid``: ``{name: (G,)}``; ``seeds``
     ``(S,)``; ``seconds``: wall time, compilation included; ``compile_seconds``: the part
-    spent compiling; ``per_device``, ``chunk``, ``memory_bytes``: see
+    spent compiling; ``per_device``, ``chunk``, ``memory_bytes``, ``compile_times``: see
     :class:`~socialjax.train.run.RunResult`."""
 
     seeds: np.ndarray
@@ -105,6 +105,7 @@ class JobResult:
     per_device: int
     chunk: int | None
     memory_bytes: int
+    compile_times: dict[str, tuple[float, ...]] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -229,7 +230,7 @@ def run_job(
     metrics = jax.tree_util.tree_map(lambda x: x.reshape(G, S, *x.shape[1:]), metrics)
     states = jax.tree_util.tree_map(lambda x: x.reshape(G, S, *x.shape[1:]), final)
     return JobResult(seeds, grid, metrics, states, time.perf_counter() - start, compile_seconds,
-                     blocks.layout.per_device, blocks.chunk, blocks.memory_bytes)
+                     blocks.layout.per_device, blocks.chunk, blocks.memory_bytes, blocks.compile_times)
 
 
 def checked_seeds(seeds: int | Sequence[int]) -> np.ndarray:
@@ -319,11 +320,14 @@ def stage(job: Job, init: bool, updates: int, finish: bool) -> Callable:
 class Blocks:
     """The compiled stages of a run, one program per device, and the blocks they run on.
 
-    ``programs``: ``{stage: [compiled per device]}``; ``layout``: the runs' blocks;
+    ``programs``: ``{stage: [compiled per block]}`` (a device's blocks share one
+    program); ``layout``: the runs' blocks;
     ``chunk``: runs computed together within a device (``None``: all at once);
     ``memory_bytes``: what the largest stage needs per device; ``keys``, ``hparams``:
-    each of this host's blocks' run keys ``(per_device,)`` and hyperparameters
-    ``{name: (per_device,)}``, on its device; ``num_runs``: the real runs ``R``."""
+    each of this host's blocks' run keys ``(block,)`` and hyperparameters
+    ``{name: (block,)}``, on its device; ``num_runs``: the real runs ``R``;
+    ``compile_times``: the seconds each stage's programs took to compile, by
+    :func:`stage_name` (the stage sized to memory: one entry per program tried)."""
 
     programs: dict
     layout: Layout
@@ -332,6 +336,7 @@ class Blocks:
     keys: list
     hparams: list
     num_runs: int
+    compile_times: dict[str, tuple[float, ...]] = dataclasses.field(default_factory=dict)
 
     def start(self, st, xs: list, done: int) -> list:
         """Dispatch stage ``st`` on every block, from the blocks' ``xs`` (keys or states)."""
@@ -340,6 +345,12 @@ class Blocks:
     def host(self, outs: list):
         """Blocks' outputs on the host, the ``num_runs`` real runs."""
         return take_state(outs, self.layout, self.num_runs)
+
+
+def stage_name(st) -> str:
+    """A stage's name in reports: ``init``, ``N update(s)``, ``finish``."""
+    init, updates, finish = st
+    return "init" if init else "finish" if finish else f"{updates} update{'s' if updates > 1 else ''}"
 
 
 def compile_stages(job: Job, plan: list, keys: jax.Array, run_hparams: dict[str, np.ndarray], done: int,
@@ -352,40 +363,44 @@ def compile_stages(job: Job, plan: list, keys: jax.Array, run_hparams: dict[str,
     program = _stage_programs(job)
     sized = max(plan, key=lambda st: st[1])  # the stage whose memory decides the chunk
 
-    def block_args(layout):  # arguments of that stage, on each device (the run states as shapes)
+    def block_args(layout):  # arguments of that stage, for each block (the run states as shapes)
         inputs = place_blocks(layout, keys[layout.index], {k: v[layout.index] for k, v in run_hparams.items()})
         if sized[0]:
             return [(k, hp, np.int32(done)) for k, hp in inputs]
-        init = program(INIT, layout.per_device, chunk)
+        init = program(INIT, layout.block)
         return [(on_device(jax.eval_shape(init, k, hp, np.int32(0))[0], hp_device(hp)), hp, np.int32(done))
                 for k, hp in inputs]
 
-    compiled, args, layout, fitted, need = compile_fitting(functools.partial(program, sized), job.grows_with,
-                                                           len(keys), devices, chunk, memory, block_args)
+    fitted = compile_fitting(functools.partial(program, sized), job.grows_with, len(keys), devices, chunk, memory,
+                             block_args)
+    layout = fitted.layout
     if resume is not None and layout.per_device != resume.per_device:
         warnings.warn(f"the snapshot's runs were computed {resume.per_device} per device, these {layout.per_device}: "
                       "the resumed runs may differ from uninterrupted ones in the last bits", stacklevel=4)
-    B = layout.per_device
-    programs = {sized: compiled}
-    hps = [hp for _, hp, _ in args]
+    programs = {sized: fitted.compiled}
+    times = {stage_name(sized): fitted.compiles}
+    hps = [hp for _, hp, _ in fitted.args]
     key_blocks = [k for k, _ in place_blocks(layout, keys[layout.index], {})]
-    init = program(INIT, B, fitted)
+    init = program(INIT, layout.block)
     state_shapes = [on_device(jax.eval_shape(init, k, hp, np.int32(0))[0], hp_device(hp))
                     for k, hp in zip(key_blocks, hps)]
     for st in plan:
         if st not in programs:
-            programs[st] = compile_blocks(program(st, B, fitted),
+            start = time.perf_counter()
+            programs[st] = compile_blocks(program(st, layout.block),
                                           [(k if st[0] else x, hp, np.int32(0))
                                            for k, x, hp in zip(key_blocks, state_shapes, hps)])
-    return Blocks(programs, layout, fitted, need, key_blocks, hps, len(keys))
+            times[stage_name(st)] = (time.perf_counter() - start,)
+    times = {stage_name(st): times[stage_name(st)] for st in plan}  # in the order they run
+    return Blocks(programs, layout, fitted.chunk, fitted.need, key_blocks, hps, len(keys), times)
 
 
 def _stage_programs(job: Job) -> Callable:
-    """``program(stage, per_device, chunk)``: a device's jitted program for a stage."""
+    """``program(stage, block)``: the jitted program of a stage on a block of runs."""
 
-    @functools.cache  # one jitted program per stage and layout, so that each is traced once
-    def program(st, per_device, chunk):
-        return device_program(stage(job, *st), per_device, chunk, shared=1)
+    @functools.cache  # one jitted program per stage and block size, so that each is traced once
+    def program(st, block):
+        return device_program(stage(job, *st), block, shared=1)
 
     return program
 

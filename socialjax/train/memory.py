@@ -5,27 +5,70 @@ can hold (:func:`device_memory`: its allocator's limit on GPUs and TPUs, the phy
 memory on the CPU). When the runs of a device do not fit, they are computed in chunks
 that do (:func:`fit_chunk`); when one run does not fit, a ``MemoryError`` names the
 sizes to reduce, before anything has run (:func:`compile_fitting`).
+
+Whether a program fits is known only once it is compiled, and compiling the same runs in
+another chunk is a second compile as long as the first. So the first program compiled is
+already chunked where a backend gains nothing from a wider vmap
+(:data:`MOST_TOGETHER`: on the CPU, 16 runs at a time), which keeps the memory of a
+thousand runs within a small machine's and their compile to one program.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
+import time
 
 from socialjax.train.devices import Layout, compile_blocks, lay_out
 
 MEMORY_HEADROOM = 0.9  # share of a device's memory a program may plan to use (XLA needs scratch beyond its plan)
+# Runs computed together (one vmap) at most, per platform, unless a chunk is asked for; a
+# device's runs beyond it go in equal chunks. On the 2-core CPU a wider vmap is no faster:
+# harvest-ippo-small at 64 seeds ran its updates 9% faster 16 at a time than all 64
+# together, the IPD population at 256 runs within 10% at 8, 16, 32, 64 or all 256
+# together (BENCHMARKS.md, "Many seeds on one device"). GPUs and TPUs: all runs that fit.
+MOST_TOGETHER = {"cpu": 16}
 
 
-def compile_fitting(program, grows_with: str, num_runs, devices, chunk, memory, block_args):
-    """Lay the runs out, compile ``program(per_device, chunk)`` (a device's program,
-    e.g. :func:`device_program` of one run's) on the first device, and check it against
+@dataclasses.dataclass(frozen=True)
+class Fitted:
+    """What :func:`compile_fitting` settled on: the ``compiled`` program of each device,
+    their ``args``, the runs' ``layout``, the ``chunk`` (``None``: a device's runs all
+    together), the bytes the program needs (``need``), and ``compiles``: the seconds of
+    each program compiled on the way (more than one when one did not fit)."""
+
+    compiled: list
+    args: list
+    layout: Layout
+    chunk: int | None
+    need: int
+    compiles: tuple[float, ...]
+
+
+def first_chunk(num_runs: int, devices) -> int | None:
+    """The chunk tried first when none is asked for: ``None`` (a device's runs together)
+    up to the platform's :data:`MOST_TOGETHER`, beyond it equal chunks of at most that many."""
+    most = MOST_TOGETHER.get(devices[0].platform)
+    per_device = lay_out(num_runs, devices).per_device
+    if most is None or per_device <= most:
+        return None
+    chunks = -(-per_device // most)
+    return -(-per_device // chunks)
+
+
+def compile_fitting(program, grows_with: str, num_runs, devices, chunk, memory, block_args) -> Fitted:
+    """Lay the runs out, compile ``program(block)`` (the program of a block of runs, e.g.
+    :func:`device_program` of one run's) on the first device, and check it against
     the device's memory: when it does not fit, chunk the runs (or, with ``chunk`` given or
     one run per device, raise ``MemoryError`` naming ``grows_with``: what a run's memory
-    grows with and how to shrink it). ``block_args(layout)`` gives each device's
-    arguments (arrays or shapes placed on the device). Returns ``(compiled, args, layout,
-    chunk, bytes)``."""
+    grows with and how to shrink it). Without ``chunk``, the first program tried is
+    chunked by :func:`first_chunk`. ``block_args(layout)`` gives each device's arguments
+    (arrays or shapes placed on the device)."""
     asked = chunk
+    if chunk is None:
+        chunk = first_chunk(num_runs, devices)
+    seconds = []
     while True:
         layout = lay_out(num_runs, devices, chunk)
         args = block_args(layout)
@@ -33,7 +76,7 @@ def compile_fitting(program, grows_with: str, num_runs, devices, chunk, memory, 
         found = {}
 
         def fits(first):
-            found["need"] = need = program_bytes(first)
+            found["need"] = need = device_bytes(first, layout.blocks_per_device)
             if limit is None or need <= MEMORY_HEADROOM * limit:
                 return True
             group = chunk or layout.per_device
@@ -42,9 +85,11 @@ def compile_fitting(program, grows_with: str, num_runs, devices, chunk, memory, 
             found["chunk"] = fit_chunk(layout.per_device, group, first.memory_analysis(), MEMORY_HEADROOM * limit)
             return False
 
-        compiled = compile_blocks(program(layout.per_device, chunk), args, fits)
+        start = time.perf_counter()
+        compiled = compile_blocks(program(layout.block), args, fits)
+        seconds.append(time.perf_counter() - start)
         if compiled is not None:
-            return compiled, args, layout, chunk, found.get("need", 0)
+            return Fitted(compiled, args, layout, chunk, found.get("need", 0), tuple(seconds))
         # the estimate is linear in the chunk; when even one run seems not to fit, the
         # one-run program is compiled to say so with its real size; when a chunked
         # program still does not fit, the next round halves the chunk
@@ -80,13 +125,26 @@ def program_bytes(compiled) -> int:
     return int(max(total, getattr(m, "peak_memory_in_bytes", 0) or 0))
 
 
+def device_bytes(compiled, blocks: int) -> int:
+    """What a device needs to compute ``blocks`` blocks of runs with ``compiled`` (one
+    block's program) one after another: the running block's :func:`program_bytes` and
+    every other block's arguments and outputs, which stay on the device between calls."""
+    m = compiled.memory_analysis()
+    if m is None:
+        return 0
+    resident = m.argument_size_in_bytes + m.output_size_in_bytes - m.alias_size_in_bytes
+    return program_bytes(compiled) + (blocks - 1) * int(resident)
+
+
 def fit_chunk(per_device: int, group: int, analysis, budget: float) -> int:
     """The chunk of runs per device that fits ``budget`` bytes, from the memory analysis
-    of a program that computes ``group`` runs together over ``per_device`` runs: the
-    temporaries scale with the chunk, the arguments and outputs (every run's keys,
-    results and trained state) do not shrink. The chunk is then evened out (the same
-    number of chunks, padding smallest). 0 when not even one run fits."""
-    fixed = analysis.argument_size_in_bytes + analysis.output_size_in_bytes - analysis.alias_size_in_bytes
+    of the program of a block of ``group`` runs (``per_device`` runs in blocks of
+    ``group``): the temporaries scale with the chunk, the arguments and outputs (every
+    run's keys, results and trained state, each block's kept on the device) do not
+    shrink. The chunk is then evened out (the same number of chunks, padding smallest).
+    0 when not even one run fits."""
+    resident = analysis.argument_size_in_bytes + analysis.output_size_in_bytes - analysis.alias_size_in_bytes
+    fixed = resident * per_device / group
     per_run = max(analysis.temp_size_in_bytes, 1) / group
     k = int((budget - fixed) // per_run)
     k = min(k, group - 1)

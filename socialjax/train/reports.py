@@ -29,6 +29,15 @@ def member_names(config: TrainConfig, num_learners: int) -> list[str]:
     return [f"learner {i}" for i in range(num_learners)] + [f"{n} (scripted)" for n in config.scripted]
 
 
+def compile_parts(result) -> str:
+    """`` (init 3.1, 1 update 14.2, finish 7.5)``: each stage's compile seconds; a stage
+    whose first program did not fit the device shows each program tried (``14.2 + 13.0``)."""
+    times = getattr(result, "compile_times", None)
+    if not times:
+        return ""
+    return " (" + ", ".join(f"{name} {' + '.join(f'{t:.1f}' for t in ts)}" for name, ts in times.items()) + ")"
+
+
 def _window(U: int) -> int:
     return max(1, int(round(U * WINDOW_FRACTION)))
 
@@ -83,7 +92,8 @@ def format_summary(result, *, env_name: str | None = None, env_options: dict | N
         lines.append(f"{per_device} run(s) per device, " + together
                      + (f"; the program needs {getattr(result, 'memory_bytes', 0) / 2**20:,.1f} MiB per device"
                         if getattr(result, "memory_bytes", 0) else ""))
-    lines.append(f"wall time {result.seconds:.1f} s = compile {compile_s:.1f} s + run {run_s:.1f} s; "
+    lines.append(f"wall time {result.seconds:.1f} s = compile {compile_s:.1f} s{compile_parts(result)} + run "
+                 f"{run_s:.1f} s; "
                  f"{env_steps / run_s:,.0f} env-steps/s, {env_steps * N / run_s:,.0f} agent-steps/s over the run "
                  "(training and evaluation time, training steps counted)")
     k = _window(U)

@@ -116,6 +116,7 @@ def save_run(
     meta.update({
         "seconds": float(result.seconds),
         "compile_seconds": float(getattr(result, "compile_seconds", 0.0)),
+        "compile_times": {k: list(v) for k, v in getattr(result, "compile_times", {}).items()},
         "per_device": int(getattr(result, "per_device", 0)),
         "chunk": getattr(result, "chunk", None),
         "memory_bytes": int(getattr(result, "memory_bytes", 0)),

@@ -32,15 +32,18 @@ different batch sizes, so float results can differ in their last bits from one b
 size to another (docs/training.md, "Many runs, many devices", gives the measurements,
 and why one sharded program over all devices was not kept). So a run's bits are fixed by
 its seed, its config, the backend and the number of runs computed together on a device:
-``chunk=k`` computes a device's runs ``k`` at a time (``lax.map`` over vmapped chunks;
-the per-device count is padded to a multiple of ``k``), every chunk is then the same
-program, and a run gives the same bits alone or in a batch of a thousand (checked at 4,
-16 and 64 runs per device). ``chunk`` costs speed where a wide vmap pays (GPUs); leave
-it ``None`` for throughput. :class:`RunResult` records ``per_device`` and ``chunk``, so
-a run can be recomputed to the bit. Runs are not padded beyond equal blocks (a lone run
-is computed once), and a batch that does not fill its blocks is padded with copies of
-its last run, which are dropped from the result. Devices that would hold only padding
-are left idle.
+``chunk=k`` computes a device's runs ``k`` at a time (the device's runs cut into chunks
+of ``k``, the last padded, each chunk one call of the same compiled ``k``-run program,
+queued on the device one after another), every chunk is then the same program, and a
+run gives the same bits alone or in a batch of a thousand (checked at 4, 16 and 64 runs
+per device). Without ``chunk``, a device's runs are computed together up to what its
+backend gains from a wider vmap (:data:`~socialjax.train.memory.MOST_TOGETHER`: 16 on
+the CPU, all on GPUs and TPUs) and in equal chunks beyond it. :class:`RunResult` records
+``per_device`` and ``chunk``, so a run can be recomputed to the bit. Runs are not padded
+beyond equal blocks (a lone run is computed once), and a batch that does not fill its
+blocks is padded with copies of its last run, which are dropped from the result.
+Devices that would hold only padding are left idle. What is compiled is one chunk's
+program, so compile time does not grow with the number of runs.
 
 Memory. Before running, the compiled program's memory analysis is compared with what a
 device can hold (its allocator's limit on GPUs and TPUs, the physical memory on the
@@ -67,9 +70,10 @@ from the command line (process 0 alone writes the results).
 Arguments of :func:`run` beyond the environment, config and seeds:
 
 - ``chunk``: compute the runs this many at a time on each device, so that a run's bits
-  do not depend on the batch it ran in (see "Bits"); ``None`` (default) vmaps over all
-  of a device's runs at once, the fastest, and falls back to the largest chunk that fits
-  when they do not fit in memory together.
+  do not depend on the batch it ran in (see "Bits"); ``None`` (default) vmaps over a
+  device's runs together up to the backend's ``MOST_TOGETHER`` (16 on the CPU; all of
+  them elsewhere) and falls back to the largest chunk that fits when they do not fit in
+  memory together.
 - ``memory``: bytes a device may use (default: what the device holds, see
   :func:`~socialjax.train.memory.device_memory`); a program that needs more is chunked,
   or refused with a ``MemoryError`` when one run alone needs more.
@@ -138,7 +142,9 @@ class RunResult:
     ``per_device``: runs computed on each device (padding included); ``chunk``: runs
     computed together within a device (``None``: all ``per_device`` at once), which with
     the seed, config and backend fixes a run's bits; ``memory_bytes``: what the compiled
-    per-device program needs (XLA's memory analysis)."""
+    per-device program needs (XLA's memory analysis); ``compile_times``: the seconds each
+    compiled stage took (``init``, ``N update(s)``, ``finish``; the updates' program one
+    entry per program tried, more than one when the first did not fit the device)."""
 
     config: TrainConfig
     env_name: str
@@ -152,6 +158,7 @@ class RunResult:
     per_device: int = 1
     chunk: int | None = None
     memory_bytes: int = 0
+    compile_times: dict[str, tuple[float, ...]] = dataclasses.field(default_factory=dict)
 
     @property
     def num_runs(self) -> int:
@@ -209,7 +216,7 @@ def run(
             tracker.close()
     nan_runs = _nan_runs(out.metrics, out.grid, config, out.seeds)
     return RunResult(config, _env_name(env), out.seeds, out.grid, out.metrics, out.states, nan_runs, out.seconds,
-                     out.compile_seconds, out.per_device, out.chunk, out.memory_bytes)
+                     out.compile_seconds, out.per_device, out.chunk, out.memory_bytes, out.compile_times)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

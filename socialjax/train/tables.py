@@ -98,6 +98,7 @@ def summary(path: str | os.PathLike) -> str:
     result = SimpleNamespace(config=config_from_dict(meta["config"]), metrics=metrics, grid=grid,
                              env_name=meta.get("env"), seconds=float(meta.get("seconds", 0.0)),
                              compile_seconds=float(meta.get("compile_seconds", 0.0)),
+                             compile_times={k: tuple(v) for k, v in meta.get("compile_times", {}).items()},
                              per_device=meta.get("per_device"), chunk=meta.get("chunk"),
                              nan_runs=list(meta.get("nan_runs", [])))
     text = format_summary(result, env_name=meta.get("env"), env_options=meta.get("env_options"),

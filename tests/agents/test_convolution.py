@@ -1,9 +1,10 @@
 """The three convolutions of ``socialjax.agents.convolution`` compute one function, and
-the looped one's hand-written gradients are the gradients of that function: checked
-against XLA's convolution differentiated by JAX, plain, vmapped over members (per-member
-kernels), vmapped over inputs only (one kernel), vmapped twice (seeds x members), for
-odd and even kernel sizes, at full float32 precision (so TF32 on a GPU does not blur the
-comparison) and in bfloat16."""
+the hand-written gradients of the looped and XLA ones are the gradients of that
+function: checked against XLA's convolution differentiated by JAX, plain, vmapped over
+members (per-member kernels: a few, mapped one after another, and more than
+``MAP_MEMBERS``, batched products over the patches), vmapped over inputs only (one
+kernel), vmapped twice (seeds x members), for odd and even kernel sizes, at full float32
+precision (so TF32 on a GPU does not blur the comparison) and in bfloat16."""
 
 import chex
 import jax
@@ -12,9 +13,10 @@ import numpy as np
 import pytest
 
 from socialjax.agents import networks
-from socialjax.agents.convolution import CONVOLUTIONS, looped_conv, patch_conv, same_padding, xla_conv
+from socialjax.agents.convolution import CONVOLUTIONS, MAP_MEMBERS, looped_conv, patch_conv, same_padding, xla_conv
 
 H, W, C, F = 5, 4, 3, 2
+MANY = MAP_MEMBERS + 2  # members with their own kernels beyond those mapped one by one
 
 
 def reference(x, kernel):
@@ -50,6 +52,10 @@ MAPPINGS = [
     ("kernel only", (6,), (3,), ((None, 0),)),
     ("seeds x members", (2, 3, 6), (2, 3), ((0, 0), (0, 0))),
     ("seeds x inputs", (2, 3, 6), (2,), ((0, 0), (0, None))),
+    ("many members", (MANY, 6), (MANY,), ((0, 0),)),
+    ("many seeds x members", (MANY, 3, 6), (MANY, 3), ((0, 0), (0, 0))),
+    ("seeds x many members", (2, MANY, 6), (2, MANY), ((0, 0), (0, 0))),
+    ("one member", (1, 6), (1,), ((0, 0),)),
 ]
 
 
@@ -60,7 +66,7 @@ CASES = [(size, *m) for m in MAPPINGS[:2] for size in (1, 2, 3, 4, 5)] + [
 
 
 @pytest.mark.parametrize("size,name,x_lead,k_lead,axes", CASES, ids=[f"{c[1]}-{c[0]}" for c in CASES])
-def test_looped_convolution_and_its_gradients_match_xla(size, name, x_lead, k_lead, axes):
+def test_every_convolution_and_its_gradients_match_xlas_own(size, name, x_lead, k_lead, axes):
     rng = np.random.default_rng(size)
     x = draw(rng, (*x_lead, H, W, C))
     kernel = draw(rng, (*k_lead, size, size, C, F))
@@ -73,12 +79,13 @@ def test_looped_convolution_and_its_gradients_match_xla(size, name, x_lead, k_le
                 np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4 * float(jnp.abs(b).max()))
 
 
-def test_looped_convolution_in_bfloat16_returns_bfloat16_gradients_close_to_float32():
+@pytest.mark.parametrize("conv, members", [(looped_conv, 3), (xla_conv, 3), (xla_conv, MANY)])
+def test_in_bfloat16_the_gradients_are_bfloat16_and_close_to_float32(conv, members):
     rng = np.random.default_rng(0)
-    x, kernel = draw(rng, (3, 6, H, W, C)), draw(rng, (3, 3, 3, C, F))
+    x, kernel = draw(rng, (members, 6, H, W, C)), draw(rng, (members, 3, 3, C, F))
     with jax.default_matmul_precision("highest"):
         want = grads(reference, x, kernel, ((0, 0),))
-    have = grads(looped_conv, x.astype(jnp.bfloat16), kernel.astype(jnp.bfloat16), ((0, 0),))
+    have = grads(conv, x.astype(jnp.bfloat16), kernel.astype(jnp.bfloat16), ((0, 0),))
     chex.assert_type(jax.tree_util.tree_leaves(have), jnp.bfloat16)
     for a, b in zip(jax.tree_util.tree_leaves(have), jax.tree_util.tree_leaves(want)):
         a = np.asarray(a, np.float32)

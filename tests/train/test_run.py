@@ -253,18 +253,19 @@ def test_runs_that_do_not_fit_the_device_are_chunked_with_the_same_results():
     """8 toy runs need about 128 MiB together; given 60 MiB they are computed 3 at a
     time (9 slots: 8 runs and one copy) and give the same numbers; given 20 MiB, one at
     a time. A program is never handed more than it fits."""
-    compiled, inputs, layout, chunk, need = _toy_fit(8, None)
-    assert chunk is None and layout.per_device == 8
+    whole = _toy_fit(8, None)
+    assert whole.chunk is None and whole.layout.per_device == 8 and len(whole.compiles) == 1
     if ON_CPU:  # the CPU's memory analysis; other backends plan other scratch space
-        assert need > 100 * 2**20
-    full = execute_blocks(compiled, inputs, layout)
+        assert whole.need > 100 * 2**20
+    full = execute_blocks(whole.compiled, whole.args, whole.layout)
     for memory, expect in ((60 * 2**20, 3), (20 * 2**20, 1)):
-        compiled, inputs, layout, chunk, need = _toy_fit(8, memory)
-        assert layout.per_device == -(-8 // chunk) * chunk
+        fit = _toy_fit(8, memory)
+        assert fit.layout.per_device == -(-8 // fit.chunk) * fit.chunk
+        assert len(fit.compiles) >= 2  # the whole batch was tried first
         if ON_CPU:
-            assert chunk == expect
-        assert need <= MEMORY_HEADROOM * memory
-        fitted = execute_blocks(compiled, inputs, layout)
+            assert fit.chunk == expect
+        assert fit.need <= MEMORY_HEADROOM * memory
+        fitted = execute_blocks(fit.compiled, fit.args, fit.layout)
         for a, b in zip(full, fitted):
             np.testing.assert_allclose(a, b[:8], rtol=1e-6)
 
