@@ -1,47 +1,59 @@
 """The accelerator check: what BENCHMARKS.md and REPRODUCTIONS.md need from a GPU, in
-one command that fits a short spell on a bare machine.
+two calls that fit a short spell on a bare machine.
 
-    python scripts/gpu_check.py --out $OUT                  # about 9 minutes on one H100-class GPU
+    python scripts/gpu_check.py --out $OUT                  # call 1: about 9 minutes on one H100-class GPU
+    python scripts/gpu_check.py --out $OUT --call 2         # call 2: about 5 minutes, the gpu-scale reproductions
     python scripts/gpu_check.py --out $OUT --parts tests --budget 300   # the GPU's share of the tests
-    python scripts/gpu_check.py --tiny --out /tmp/check     # every part at toy sizes, on a CPU, in about a minute
+    python scripts/gpu_check.py --tiny --out /tmp/check     # the parts at toy sizes, on a CPU, in a few minutes
 
 Each part runs in a process of its own under a deadline and appends each measurement
 the moment it has it, so a part that fails or runs out of time keeps what it measured
 and leaves the other parts' numbers intact. After every part, ``OUT/gpu_check.json``
 (every number, with the device, jax version, commit and date) and ``OUT/gpu_check.md``
 (the same as markdown tables, ready for BENCHMARKS.md) are rewritten; ``OUT/gpu_check.log``
-holds what the parts printed. The parts, in the order they run:
+holds what the parts printed. Call 1 runs, in this order, what has never been measured
+on a GPU first:
 
+- ``sweep``: ``socialjax train harvest-ippo-small --seeds 1024 --updates 4``, no flag:
+  wall time, compile time per stage, the chunk ``run`` chose, env-steps/s.
+- ``aggregate``: Clean Up IPPO at SocialJax's configuration (7 players, 256 games x
+  1000-step rollouts, 2 epochs x 500 minibatches, one network shared by the seats, our
+  CNN) with S = 1, 8 and 64 seeds in one call, then as many as the device holds
+  together (:func:`socialjax.bench.train_sweep`): aggregate env-steps/s, s per update,
+  compile s, planned and peak memory.
+- ``aggregate-peer`` (only with ``--peer DIR``, a SocialJax checkout): their
+  ``ippo_cnn_cleanup`` at the same configuration with S = 1, 2, 4 seeds vmapped in one
+  call, as their sweep code does, until one does not fit (``scripts/peer_socialjax.py``).
+- ``profile``: one update of one seed (the ``aggregate`` configuration) under
+  ``jax.profiler``: device time by kernel and by phase (the ``rollout`` and ``learn``
+  name scopes), and the host's share.
 - ``envs``: env-steps/s under random actions (:mod:`socialjax.bench`'s program) of
-  cleanup, harvest_open, gathering, coins, territory_rooms, ipd and donor_game at 4,096,
-  16,384 and 65,536 games, compile time apart; every game at the smallest size first.
+  cleanup, harvest_open, gathering, coins, territory_rooms, ipd and donor_game at 4,096
+  and 65,536 games, compile time apart; every game at the smallest size first.
+
+Call 2 (``--call 2``) runs ``reproduce-cleanup-reward`` and ``reproduce-harvest-reward``:
+each entry at its ``gpu`` scale: its verdict, table rows and time; its figure, table and
+summary under ``OUT/reproduce-NAME/``.
+
+By ``--parts`` only:
+
 - ``train-shared-cnn``, ``train-shared-cnn-bf16``, ``train-shared-cnn_sj``,
-  ``train-paper-preset``: Clean Up IPPO at SocialJax's configuration (7 players, 256
-  games x 1000-step rollouts, 2 epochs x 500 minibatches), one network shared by the
-  seats with our CNN in float32 and bfloat16, with SocialJax's CNN, and the 7-learner
-  ``cleanup-ippo-paper`` preset: compile s, seconds per update and its split into the
-  rollout (compiled and timed alone) and the rest (learning), env-steps/s, peak memory.
-  Not by default: ``train-shared-cnn-looped`` (the CPU's convolution), ``train-mappo`` and
-  ``train-irat`` (the other baselines, one shared network, at the same batch).
-- ``peer-env``, ``peer-train`` (only with ``--peer DIR``, a SocialJax checkout): their
-  ``clean_up`` at the same batch sizes and their ``ippo_cnn_cleanup`` training loop at the
-  same configuration, timed the same way (``scripts/peer_socialjax.py``).
-- ``sweep``: ``socialjax train harvest-ippo-small --seeds 1024 --updates 4``: wall time,
-  the chunk ``run`` chose, env-steps/s.
+  ``train-paper-preset``, ``train-shared-cnn-looped``, ``train-mappo``, ``train-irat``:
+  Clean Up at SocialJax's configuration, one seed, one network per variant (our CNN in
+  float32 and bfloat16, SocialJax's CNN, the 7-learner preset, the CPU's convolution, the
+  other baselines): compile s, seconds per update and its split into the rollout
+  (compiled and timed alone) and the rest (learning), env-steps/s, peak memory.
+- ``peer-env``, ``peer-train`` (with ``--peer``): their ``clean_up`` at the ``envs``
+  batch sizes and their training loop on one seed.
 - ``determinism``: one small CNN training run, four times in each of two processes,
   with and without ``--xla_gpu_deterministic_ops=true``: whether two calls of the same
   program give the same bits, and the largest difference when the runs are computed
   in other chunks.
-- ``profile``: one update of ``train-shared-cnn`` under ``jax.profiler``: device time by
-  kernel and by phase (the ``rollout`` and ``learn`` name scopes), and the host's share.
-- ``reproduce-cleanup-reward`` (and, not by default, ``reproduce-NAME`` for each other
-  entry of ``socialjax reproduce`` with a ``gpu`` scale): the entry at its ``gpu`` scale
-  (sized to run in at most 6 minutes on one H100-class GPU): its verdict, table rows and
-  time; its figure, table and summary under ``OUT/reproduce-NAME/``.
-- ``tests`` (when time is left, or as a second call): the test files that compile the
-  env, network and training programs, on this backend, with counts and the failures.
+- ``reproduce-NAME`` for each other entry of ``socialjax reproduce`` with a ``gpu`` scale.
+- ``tests``: the test files that compile the env, network and training programs, on
+  this backend, with counts and the failures.
 
-``--tiny`` runs every part at toy sizes (the suite runs it, so the check cannot rot).
+``--tiny`` runs the parts at toy sizes (the suite runs it, so the check cannot rot).
 docs/testing.md says how to run it on a bare GPU machine.
 
 This process only orchestrates and never imports JAX or socialjax: importing socialjax
@@ -74,10 +86,9 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 JSON_FILE, MARKDOWN_FILE, LOG_FILE, TRACE_FILE = "gpu_check.json", "gpu_check.md", "gpu_check.log", "profile.json.gz"
-DEFAULT_BUDGET_S = 540  # one call of 9 minutes; a 15-minute spell leaves room for a second
-TINY_BUDGET_S = 300
 MIN_PART_S = 10  # a part is skipped when less time than this is left
 MAX_TRACE_BYTES = 15 * 2**20  # the device tool brings back files of up to 16 MiB
+TINY_BUDGET_S = 600
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,7 +100,6 @@ class Part:
     deadline_s: float
     tiny_deadline_s: float = 90.0
     needs_peer: bool = False
-    default: bool = True  # run when --parts is not given
 
 
 # the entries of ``socialjax reproduce`` with a ``gpu`` scale (the gridworlds; a test checks the
@@ -99,27 +109,40 @@ GPU_ENTRIES = ("cleanup-reward", "harvest-reward", "inequity-aversion", "schelli
 REPRODUCE_FILES = ("figure.png", "table.csv", "summary.txt", "reproduction.json")
 
 PARTS = (
-    # deadlines from the first H100 run (2026-11-26, BENCHMARKS.md): compiling there includes
-    # autotuning, and the envs, bf16, peer-env, sweep and profile parts ran out at the old ones
+    # call 1, in its order: the sweep's compile is what never finished on a GPU (two H200 spells
+    # ended "compiling..." at 90 s with grouped convolutions); the aggregate part times 4
+    # programs of the paper batch (S = 1, 8, 64, as many as fit), one warm-up and one timed
+    # update each; what is left goes to the profile and the environments
+    Part("sweep", 130),
+    Part("aggregate", 200, tiny_deadline_s=150),
+    Part("aggregate-peer", 120, tiny_deadline_s=150, needs_peer=True),
+    Part("profile", 50),
     Part("envs", 100),
+    # call 2: the gpu scale of the reward entries (each sized for about 6 minutes at one seed's
+    # H100 throughput; their runs go together, so faster where many seeds gain)
+    Part("reproduce-cleanup-reward", 480),
+    Part("reproduce-harvest-reward", 480),
+    # by --parts only
     Part("train-shared-cnn", 50),
     Part("train-shared-cnn-bf16", 60),
     Part("train-shared-cnn_sj", 50),
     Part("train-paper-preset", 50),
-    Part("train-shared-cnn-looped", 50, default=False),  # conv="looped" (the CPU's choice) timed on a GPU
-    Part("train-mappo", 60, default=False),  # the baselines beside IPPO (issue 29)
-    Part("train-irat", 70, default=False),
+    Part("train-shared-cnn-looped", 50),  # conv="looped" (the CPU's choice) timed on a GPU
+    Part("train-mappo", 60),  # the baselines beside IPPO
+    Part("train-irat", 70),
     Part("peer-env", 60, needs_peer=True),
     Part("peer-train", 70, needs_peer=True),
-    Part("sweep", 90),
     Part("determinism", 60),
-    Part("profile", 60),
-    Part("reproduce-cleanup-reward", 480),
-    *(Part(f"reproduce-{name}", 480, default=False)
-      for name in GPU_ENTRIES if name != "cleanup-reward"),
-    Part("tests", 600, tiny_deadline_s=120, default=False),
+    *(Part(f"reproduce-{name}", 480) for name in GPU_ENTRIES if name not in ("cleanup-reward", "harvest-reward")),
+    Part("tests", 600, tiny_deadline_s=120),
 )
 PART_NAMES = tuple(p.name for p in PARTS)
+# what each call runs without --parts, and its budget: 9 minutes, then 5 (a 15-minute spell,
+# the machine's start included; on the first H100 it started in about 30 s)
+CALLS = {
+    1: (("sweep", "aggregate", "aggregate-peer", "profile", "envs"), 540),
+    2: (("reproduce-cleanup-reward", "reproduce-harvest-reward"), 300),
+}
 
 # (a) environments and batch sizes
 ENVS = ("cleanup", "harvest_open", "gathering", "coins", "territory_rooms", "ipd", "donor_game")
@@ -139,8 +162,10 @@ TRAIN_VARIANTS = {
     "train-irat": dict(seating="shared", network="cnn", precision="float32", algo="irat"),
 }
 TIMED_CALLS = 2  # after one untimed call
-# (c) the sweep
+# (c) the sweep, and the seed counts of the aggregate table (ours; SocialJax's, vmapped as its sweep code does)
 SWEEP = dict(preset="harvest-ippo-small", seeds=1024, updates=4)
+AGGREGATE_SEEDS = (1, 8, 64)
+PEER_SEEDS = (1, 2, 4)
 # (e) the tests that compile environment, network and training programs
 TEST_PATHS = ("tests/core", "tests/envs", "tests/agents", "tests/train")
 # the determinism part: a small CNN run (harvest-ippo-small's network), computed whole and in chunks
@@ -151,6 +176,7 @@ DETERMINISTIC_FLAG = "--xla_gpu_deterministic_ops=true"
 TINY_ENVS, TINY_BATCH_SIZES, TINY_ENV_STEP_BUDGET = ("ipd", "cleanup"), (4,), 40
 TINY_CLEANUP = dict(num_envs=2, rollout_len=8, num_minibatches=2, hidden=16, channels=4, embed_dim=2)
 TINY_SWEEP = dict(preset="ipd-tft", seeds=4, updates=1, flags=("--set", "evaluate=False"))
+TINY_AGGREGATE_SEEDS = (1, 2)
 TINY_DETERMINISM = dict(preset="ipd-tft", seeds=4, updates=1, chunks=(2,))
 TINY_TESTS = ("tests/core/test_spaces.py",)
 # at toy sizes a reproduce part runs the same code on the cheapest entry's pipeline check
@@ -238,8 +264,16 @@ def worker_sweep(row, tiny: bool, **_):
     env_steps = spec["seeds"] * spec["updates"] * config["num_envs"] * config["rollout_len"]
     row({"command": f"socialjax train {spec['preset']} --seeds {spec['seeds']} --updates {spec['updates']}",
          "exit_code": code, "wall_s": wall, "run_call_s": meta["seconds"], "compile_s": meta["compile_seconds"],
-         "per_device": meta["per_device"], "chunk": meta["chunk"], "memory_bytes": meta.get("memory_bytes"),
-         "env_steps": env_steps, "env_steps_per_s": env_steps / run_s})
+         "compile_times": meta.get("compile_times", {}), "per_device": meta["per_device"], "chunk": meta["chunk"],
+         "memory_bytes": meta.get("memory_bytes"), "env_steps": env_steps, "env_steps_per_s": env_steps / run_s,
+         "conv": config["conv"]})
+
+
+def worker_aggregate(row, tiny: bool, **_):
+    from socialjax.bench import train_sweep
+
+    env, config = cleanup_config(TRAIN_VARIANTS["train-shared-cnn"], tiny)
+    train_sweep(env, config, TINY_AGGREGATE_SEEDS if tiny else AGGREGATE_SEEDS, repeats=1, fit=not tiny, report=row)
 
 
 def worker_determinism(row, tiny: bool, **_):
@@ -358,7 +392,7 @@ WORKERS: dict[str, Callable] = {
     "envs": worker_envs, "train-shared-cnn": worker_train, "train-shared-cnn-bf16": worker_train,
     "train-shared-cnn_sj": worker_train, "train-paper-preset": worker_train, "train-shared-cnn-looped": worker_train,
     "train-mappo": worker_train, "train-irat": worker_train,
-    "sweep": worker_sweep,
+    "sweep": worker_sweep, "aggregate": worker_aggregate,
     "determinism": worker_determinism, "profile": worker_profile,
     **{f"reproduce-{name}": worker_reproduce for name in GPU_ENTRIES},
 }
@@ -409,6 +443,9 @@ def part_command(part: Part, args, rows: Path, deadline: float) -> tuple[list[st
             return common + ["--what", "env", "--batch-sizes", ",".join(map(str, sizes)), "--budget", str(budget)], env
         sizes = (["--envs", str(TINY_CLEANUP["num_envs"]), "--rollout", str(TINY_CLEANUP["rollout_len"]),
                   "--minibatches", str(TINY_CLEANUP["num_minibatches"])] if tiny else [])
+        if part.name == "aggregate-peer":
+            seeds = TINY_AGGREGATE_SEEDS if tiny else PEER_SEEDS
+            return common + ["--what", "train", "--repeats", "1", "--seeds", ",".join(map(str, seeds))] + sizes, env
         return common + ["--what", "train", "--repeats", str(TIMED_CALLS)] + sizes, env
     if part.name == "tests":
         paths = TINY_TESTS if args.tiny else TEST_PATHS
@@ -493,7 +530,8 @@ def test_counts(text: str, status: str) -> dict[str, Any]:
 
 
 def plan_parts(args) -> list[Part]:
-    chosen = args.parts.split(",") if args.parts else [p.name for p in PARTS if p.default]
+    """The parts to run, in :data:`PARTS`' order: ``--parts``, or the call's."""
+    chosen = args.parts.split(",") if args.parts else list(CALLS[args.call][0])
     unknown = sorted(set(chosen) - set(PART_NAMES))
     if unknown:
         raise SystemExit(f"--parts: unknown {unknown}; the parts are {', '.join(PART_NAMES)}")
@@ -593,11 +631,38 @@ def _table_peer(rows):
 
 
 def _table_sweep(rows):
-    out = ["", "| command | wall s | compile s | runs per device | chunk | env-steps/s | planned MiB |",
-           "|---|---:|---:|---:|---|---:|---:|"]
+    out = ["", "| command | conv | wall s | compile s (by stage) | runs per device | chunk | env-steps/s | "
+               "planned MiB |", "|---|---|---:|---|---:|---|---:|---:|"]
     for r in rows:
-        out.append(f"| `{r['command']}` | {r['wall_s']:.1f} | {r['compile_s']:.1f} | {r['per_device']} | "
-                   f"{r['chunk'] or 'none (all together)'} | {_f(r['env_steps_per_s'])} | {_mib(r['memory_bytes'])} |")
+        stages = ", ".join(f"{k} {' + '.join(f'{t:.1f}' for t in v)}" for k, v in r.get("compile_times", {}).items())
+        out.append(f"| `{r['command']}` | {r.get('conv', '?')} | {r['wall_s']:.1f} | {r['compile_s']:.1f} "
+                   f"({stages}) | {r['per_device']} | {r['chunk'] or 'none (all together)'} | "
+                   f"{_f(r['env_steps_per_s'])} | {_mib(r['memory_bytes'])} |")
+    return out
+
+
+def _table_aggregate(rows):
+    """Ours (socialjax.bench.train_sweep rows) and SocialJax's (peer rows) at S seeds in one call."""
+    out = ["", "| who | seeds S in one call | computed | s per update | aggregate env-steps/s | agent-steps/s | "
+               "compile s | planned MiB | peak MiB | note |", "|---|---:|---|---:|---:|---:|---|---:|---:|---|"]
+    for r in rows:
+        if r.get("what") == "train":  # the peer
+            if r.get("stage") == "compiled":
+                continue
+            if r.get("stage") == "out of memory":
+                out.append(f"| SocialJax `ippo_cnn_cleanup` | {r['seeds']} | | | out of memory | | | | "
+                           f"{_mib(r.get('peak_memory_bytes'))} | {r['error'][:80]} |")
+                continue
+            out.append(f"| SocialJax `ippo_cnn_cleanup` | {r['seeds']} | vmapped | {r['seconds_per_update']:.3f} | "
+                       f"{_f(r['env_steps_per_s'])} | {_f(r['agent_steps_per_s'])} | {r['compile_s']:.1f} | | "
+                       f"{_mib(r['peak_memory_bytes'])} | |")
+            continue
+        together = f"{r['chunk']} at a time" if r["chunk"] else "all together"
+        compile_s = "; ".join(f"{t:.1f}" for t in r["compile_s"].values())
+        out.append(f"| ours, {r['seating']} / {r['network']} / {r['conv']} / {r['precision']} | {r['seeds']} | "
+                   f"{together} | {r['seconds_per_update']:.3f} | {_f(r['env_steps_per_s'])} | "
+                   f"{_f(r['agent_steps_per_s'])} | {compile_s} | {_mib(r['planned_bytes'])} | "
+                   f"{_mib(r['peak_memory_bytes'])} | {r.get('note', '')} |")
     return out
 
 
@@ -654,7 +719,8 @@ def _table_generic(rows):
 TABLES = {"envs": _table_envs, "train-shared-cnn": _table_train, "train-shared-cnn-bf16": _table_train,
           "train-shared-cnn_sj": _table_train, "train-paper-preset": _table_train, "train-mappo": _table_train,
           "train-irat": _table_train, "train-shared-cnn-looped": _table_train, "peer-env": _table_peer,
-          "peer-train": _table_peer, "sweep": _table_sweep, "determinism": _table_determinism,
+          "peer-train": _table_peer, "sweep": _table_sweep, "aggregate": _table_aggregate,
+          "aggregate-peer": _table_aggregate, "determinism": _table_determinism,
           "profile": _table_profile, "tests": _table_tests,
           **{f"reproduce-{name}": _table_reproduce for name in GPU_ENTRIES}}
 
@@ -665,10 +731,13 @@ def parse_args(argv=None) -> argparse.Namespace:
                                 epilog="parts: " + ", ".join(PART_NAMES))
     p.add_argument("--out", type=Path, default=Path("gpu-check"), help="folder for gpu_check.{json,md,log} "
                    "(a JSON already there is updated: the parts run now replace theirs)")
-    p.add_argument("--parts", default=None, help="comma-separated parts (default: all but tests; the peer's "
-                   "parts only with --peer)")
+    p.add_argument("--call", type=int, choices=sorted(CALLS), default=1,
+                   help="which call of a spell: " + "; ".join(f"{n}: {', '.join(parts)} ({budget} s)"
+                                                              for n, (parts, budget) in CALLS.items()))
+    p.add_argument("--parts", default=None, help="comma-separated parts instead of the call's (the peer's parts "
+                   "need --peer)")
     p.add_argument("--budget", type=float, default=None,
-                   help=f"seconds for the whole check (default {DEFAULT_BUDGET_S}; {TINY_BUDGET_S} with --tiny)")
+                   help=f"seconds for the whole check (default: the call's; {TINY_BUDGET_S} with --tiny)")
     p.add_argument("--tiny", action="store_true", help="every part at toy sizes (a CPU runs it in about a minute)")
     p.add_argument("--peer", type=Path, default=None, help="a SocialJax checkout (cooperativex/SocialJax 9df972d) "
                    "to time side by side")
@@ -687,7 +756,7 @@ def main(argv=None) -> int:
         WORKERS[args.worker](lambda r: append_row(args.rows, r), tiny=args.tiny, part=args.worker, out=args.out,
                              deadline=args.deadline)
         return 0
-    budget = args.budget or (TINY_BUDGET_S if args.tiny else DEFAULT_BUDGET_S)
+    budget = args.budget or (TINY_BUDGET_S if args.tiny else CALLS[args.call][1])
     if args.peer is not None and not (args.peer / "socialjax" / "environments" / "cleanup").is_dir():
         raise SystemExit(f"--peer {args.peer}: not a SocialJax checkout (no socialjax/environments/cleanup)")
     if args.peer is not None:

@@ -13,7 +13,10 @@ the imports the timing does not use come from ``scripts/peer_stubs``.
 - ``--what train``: their ``algorithms/IPPO/ippo_cnn_cleanup.py`` ``make_train`` on
   their configuration files (``ippo_base.yaml``, ``ippo_cnn_cleanup.yaml``,
   ``reward/<--reward>.yaml``) with the batch set from the command line, jitted whole,
-  ``--updates`` updates per call.
+  ``--updates`` updates per call; for each seed count S of ``--seeds``, S seeds vmapped
+  in one call as their own sweep code does it (``jax.jit(jax.vmap(make_train(config)))``
+  over ``jax.random.split(key, S)``, their ``NUM_SEEDS``), until one does not fit the
+  device (a row says so).
 """
 
 from __future__ import annotations
@@ -102,19 +105,29 @@ def bench_train(args, row) -> None:
     sys.path.insert(0, str(args.peer))
     from algorithms.IPPO.ippo_cnn_cleanup import make_train
 
-    train = jax.jit(make_train(dict(config)))
     key = jax.random.PRNGKey(int(config.get("SEED", 30)))  # their code splits raw uint32 keys
-    program, compile_s = compiled(train, key)
-    row({"what": "train", "stage": "compiled", "compile_s": compile_s})
-    times = timed(lambda: program(key), args.repeats)
-    med = statistics.median(times)
-    env_steps = args.envs * args.rollout * args.updates
-    row({"what": "train", "name": "SocialJax IPPO (ippo_cnn_cleanup.py, one shared network)",
-         "reward": args.reward, "num_envs": args.envs, "rollout_len": args.rollout, "num_updates": args.updates,
-         "update_epochs": config["UPDATE_EPOCHS"], "num_minibatches": args.minibatches, "compile_s": compile_s,
-         "times_s": times, "median_s": med, "seconds_per_update": med / args.updates,
-         "env_steps_per_s": env_steps / med, "agent_steps_per_s": env_steps * 7 / med,
-         "peak_memory_bytes": peak_memory()})
+    for seeds in args.seeds:
+        keys = jax.random.split(key, seeds)
+        train = jax.jit(jax.vmap(make_train(dict(config))))
+        describe = {"what": "train", "seeds": seeds, "reward": args.reward, "num_envs": args.envs,
+                    "rollout_len": args.rollout, "num_updates": args.updates, "update_epochs": config["UPDATE_EPOCHS"],
+                    "num_minibatches": args.minibatches}
+        try:
+            program, compile_s = compiled(train, keys)
+            row({**describe, "stage": "compiled", "compile_s": compile_s})
+            times = timed(lambda program=program, keys=keys: program(keys), args.repeats)
+        except Exception as err:  # XLA's out-of-memory error (its type moves between jax versions)
+            if "RESOURCE_EXHAUSTED" not in str(err) and "out of memory" not in str(err).lower():
+                raise
+            row({**describe, "stage": "out of memory", "error": str(err).splitlines()[0][:200],
+                 "peak_memory_bytes": peak_memory()})
+            return
+        med = statistics.median(times)
+        env_steps = seeds * args.envs * args.rollout * args.updates
+        row({**describe, "name": "SocialJax IPPO (ippo_cnn_cleanup.py, one shared network)", "compile_s": compile_s,
+             "times_s": times, "median_s": med, "seconds_per_update": med / args.updates,
+             "env_steps_per_s": env_steps / med, "agent_steps_per_s": env_steps * 7 / med,
+             "peak_memory_bytes": peak_memory()})
 
 
 def main(argv=None) -> int:
@@ -130,6 +143,8 @@ def main(argv=None) -> int:
     p.add_argument("--minibatches", type=int, default=500)
     p.add_argument("--updates", type=int, default=1)
     p.add_argument("--reward", choices=("common", "individual"), default="common")
+    p.add_argument("--seeds", type=lambda s: [int(x) for x in s.split(",")], default=[1],
+                   help="train: seed counts vmapped in one call, in increasing order (default 1)")
     args = p.parse_args(argv)
     args.peer = args.peer.resolve()
     if not (args.peer / "socialjax" / "environments" / "cleanup").is_dir():

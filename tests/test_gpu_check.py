@@ -25,10 +25,11 @@ sys.path.insert(0, str(SCRIPTS))
 import gpu_check  # noqa: E402
 import peer_socialjax  # noqa: E402
 
-# every part but the peer's and the entries' other than the default one (each its pipeline check), the tests part
-# and every training part too
+# every part of call 1 but the peer's, one reproduce entry (each is the same pipeline check at toy sizes), the
+# determinism, training and tests parts
 TINY_PARTS = [p.name for p in gpu_check.PARTS
-              if not p.needs_peer and (p.default or p.name == "tests" or p.name.startswith("train-"))]
+              if not p.needs_peer and (p.name in gpu_check.CALLS[1][0] or p.name.startswith("train-")
+                                       or p.name in ("determinism", "tests", "reproduce-cleanup-reward"))]
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +85,14 @@ def test_the_tiny_check_measures_what_the_rows_say(tiny_report):
     assert parts["train-shared-cnn-looped"]["rows"][1]["conv"] == "looped"
     (sweep,) = parts["sweep"]["rows"]
     assert sweep["exit_code"] == 0 and sweep["per_device"] == gpu_check.TINY_SWEEP["seeds"] and sweep["chunk"] is None
-    assert sweep["memory_bytes"] > 0
+    assert sweep["memory_bytes"] > 0 and list(sweep["compile_times"]) == ["init", "1 update", "finish"]
+    aggregate = parts["aggregate"]["rows"]
+    assert [r["seeds"] for r in aggregate] == list(gpu_check.TINY_AGGREGATE_SEEDS)
+    for r in aggregate:
+        assert r["env_steps_per_s"] == pytest.approx(r["seeds"] * r["num_envs"] * r["rollout_len"]
+                                                     / r["seconds_per_update"])
+        assert r["chunk"] is None and r["planned_bytes"] > 0 and r["num_agents"] == 7
+        assert (r["seating"], r["network"]) == ("shared", "cnn")
     repeat, *chunks = parts["determinism"]["rows"]
     assert repeat["what"] == "the same program twice" and len(chunks) == len(gpu_check.TINY_DETERMINISM["chunks"])
     if ON_CPU:  # XLA:CPU computes a program the same way every call
@@ -221,3 +229,37 @@ def test_the_stand_ins_do_what_the_timed_code_needs_and_refuse_the_rest():
 
 def test_the_entries_with_a_gpu_scale_each_have_a_part():
     assert set(gpu_check.GPU_ENTRIES) == {name for name, e in ENTRIES.items() if "gpu" in e.scales}
+
+
+def test_a_spell_measures_what_was_never_measured_first_in_two_calls_that_fit_it():
+    """Call 1 (at most 9 minutes): the 1,024-seed sweep, the aggregate table (ours, then
+    SocialJax's), the profile, then the environments; call 2 (at most 5): the gpu scale of
+    the two reward entries. Every named part exists, the calls' parts run in that order."""
+    (first, budget1), (second, budget2) = gpu_check.CALLS[1], gpu_check.CALLS[2]
+    assert first == ("sweep", "aggregate", "aggregate-peer", "profile", "envs") and budget1 <= 540
+    assert second == ("reproduce-cleanup-reward", "reproduce-harvest-reward") and budget2 <= 300
+    for parts in (first, second):
+        order = [gpu_check.PART_NAMES.index(name) for name in parts]
+        assert order == sorted(order)
+    args = gpu_check.parse_args(["--call", "2"])
+    assert [p.name for p in gpu_check.plan_parts(args)] == list(second)
+    args = gpu_check.parse_args([])  # no --peer: the peer's part is left out of call 1
+    assert [p.name for p in gpu_check.plan_parts(args)] == [n for n in first if n != "aggregate-peer"]
+
+
+def test_the_aggregate_table_puts_ours_beside_socialjaxs():
+    ours = {"seating": "shared", "network": "cnn", "conv": "xla", "precision": "float32", "seeds": 64, "chunk": None,
+            "seconds_per_update": 2.0, "env_steps_per_s": 8_192_000.0, "agent_steps_per_s": 57_344_000.0,
+            "compile_s": {"init": 3.0, "1 update": 20.0}, "planned_bytes": 2**30, "peak_memory_bytes": 2**31,
+            "note": ""}
+    peer = {"what": "train", "seeds": 2, "seconds_per_update": 6.0, "env_steps_per_s": 85_333.0,
+            "agent_steps_per_s": 597_333.0, "compile_s": 40.0, "peak_memory_bytes": 2**35}
+    full = {"what": "train", "seeds": 4, "stage": "out of memory", "error": "RESOURCE_EXHAUSTED: Out of memory",
+            "peak_memory_bytes": None}
+    rows = gpu_check._table_aggregate([ours, {"what": "train", "stage": "compiled", "seeds": 2}, peer, full])
+    assert rows[:2] == ["", rows[1]] and rows[1].startswith("| who |")
+    assert len(rows) == 3 + 3  # the peer's "compiled" stage row is folded into its timed row
+    assert rows[3].startswith("| ours, shared / cnn / xla / float32 | 64 | all together | 2.000 | 8,192,000 |")
+    assert "3.0; 20.0" in rows[3]
+    assert rows[4].startswith("| SocialJax `ippo_cnn_cleanup` | 2 | vmapped | 6.000 | 85,333 |")
+    assert "out of memory" in rows[5]
