@@ -15,8 +15,10 @@ computed together (the chunk) an update's time wants.
   ``--chunks`` at a time (``none``: the engine's choice), evaluation off, alternated
   over ``--repeats`` rounds; the median run seconds (compile apart) and env-steps/s.
 
-    python scripts/bench_seeds.py --which compile --presets harvest-ippo-small,cleanup-ippo-paper \\
-        --seeds 4,256,1024 --convs xla,looped --repeats 3
+    python scripts/bench_seeds.py --which compile --presets harvest-ippo-small --seeds 4,256,1024 \\
+        --convs xla,looped --repeats 3
+    python scripts/bench_seeds.py --which compile --presets cleanup-ippo-paper --seeds 4,256,1024 \\
+        --convs xla,looped --repeats 3 --memory 141
     python scripts/bench_seeds.py --which chunk --presets harvest-ippo-small --seeds 64 --chunks 4,16,64 \\
         --updates 3 --repeats 2
 """
@@ -34,8 +36,9 @@ import time
 WHICH = ("compile", "chunk")
 
 
-def compile_once(preset_name: str, conv: str, seeds: int) -> dict:
-    """Compile a one-update run of ``seeds`` seeds as ``run`` would (this process, cache off)."""
+def compile_once(preset_name: str, conv: str, seeds: int, memory: int | None) -> dict:
+    """Compile a one-update run of ``seeds`` seeds as ``run`` would (this process, cache off),
+    fitting the runs to ``memory`` bytes (``None``: the device's)."""
     import jax
     import numpy as np
 
@@ -52,7 +55,7 @@ def compile_once(preset_name: str, conv: str, seeds: int) -> dict:
     keys = run_keys(np.tile(np.arange(seeds), G))
     hparams = {k: np.repeat(v, seeds) for k, v in grid.items()}
     plan = stages(0, job.num_updates, 1, fresh=True)
-    blocks = compile_stages(job, plan, keys, hparams, 0, jax.devices(), None, None, None)
+    blocks = compile_stages(job, plan, keys, hparams, 0, jax.devices(), None, memory, None)
     return {"preset": preset_name, "conv": conv, "seeds": seeds, "total_s": time.perf_counter() - start,
             "stages": {k: list(v) for k, v in blocks.compile_times.items()}, "chunk": blocks.chunk,
             "per_device": blocks.layout.per_device, "memory_bytes": blocks.memory_bytes}
@@ -66,8 +69,8 @@ def bench_compile(args) -> list[dict]:
         for preset in args.presets:
             for conv in args.convs:
                 for seeds in args.seeds:
-                    out = subprocess.run([sys.executable, __file__, "--one", preset, conv, str(seeds)], env=env,
-                                         capture_output=True, text=True)
+                    out = subprocess.run([sys.executable, __file__, "--one", preset, conv, str(seeds),
+                                          str(args.memory or 0)], env=env, capture_output=True, text=True)
                     if out.returncode:
                         raise SystemExit(f"{preset} {conv} {seeds}: failed\n{out.stderr[-3000:]}")
                     row = json.loads(out.stdout.strip().splitlines()[-1])
@@ -139,10 +142,14 @@ def main(argv=None) -> int:
     p.add_argument("--updates", type=int, default=3)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--json", default=None, help="write the rows here")
-    p.add_argument("--one", nargs=3, metavar=("PRESET", "CONV", "SEEDS"), help=argparse.SUPPRESS)
+    p.add_argument("--memory", type=lambda g: int(float(g) * 2**30), default=None, metavar="GIB",
+                   help="compile: the device memory the runs are fitted to (default: the device's; "
+                        "cleanup-ippo-paper's 1,024 runs hold 45 GB of state: --memory 141, an H200's, compiles "
+                        "what such a device would)")
+    p.add_argument("--one", nargs=4, metavar=("PRESET", "CONV", "SEEDS", "MEMORY"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.one:  # a worker: one compile measurement, printed as JSON
-        print(json.dumps(compile_once(args.one[0], args.one[1], int(args.one[2]))))
+        print(json.dumps(compile_once(args.one[0], args.one[1], int(args.one[2]), int(args.one[3]) or None)))
         return 0
     import jax
 

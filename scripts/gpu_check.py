@@ -45,6 +45,10 @@ By ``--parts`` only:
   (compiled and timed alone) and the rest (learning), env-steps/s, peak memory.
 - ``peer-env``, ``peer-train`` (with ``--peer``): their ``clean_up`` at the ``envs``
   batch sizes and their training loop on one seed.
+- ``aggregate-looped``, ``aggregate-patch``: the ``aggregate`` configuration at 8 and 64
+  seeds with the other convolutions (every member one after another; every member's
+  patches batched), beside ``aggregate``'s XLA convolution, to set ``conv="auto"``'s
+  strategy on a GPU by measurement.
 - ``determinism``: one small CNN training run, four times in each of two processes,
   with and without ``--xla_gpu_deterministic_ops=true``: whether two calls of the same
   program give the same bits, and the largest difference when the runs are computed
@@ -133,6 +137,8 @@ PARTS = (
     Part("peer-env", 60, needs_peer=True),
     Part("peer-train", 70, needs_peer=True),
     Part("determinism", 60),
+    Part("aggregate-looped", 150),
+    Part("aggregate-patch", 150),
     *(Part(f"reproduce-{name}", 480) for name in GPU_ENTRIES if name not in ("cleanup-reward", "harvest-reward")),
     Part("tests", 600, tiny_deadline_s=120),
 )
@@ -166,6 +172,11 @@ TIMED_CALLS = 2  # after one untimed call
 SWEEP = dict(preset="harvest-ippo-small", seeds=1024, updates=4)
 AGGREGATE_SEEDS = (1, 8, 64)
 PEER_SEEDS = (1, 2, 4)
+# the other convolutions at the aggregate part's configuration (by --parts), to choose conv="auto"'s
+# strategy on a GPU by measurement: XLA's convolution maps up to MAP_MEMBERS members one by one and
+# batches more as matrix products over patches; "looped" maps every member; "patch" batches all
+AGGREGATE_CONVS = {"aggregate-looped": "looped", "aggregate-patch": "patch"}
+AGGREGATE_CONV_SEEDS = (8, 64)
 # (e) the tests that compile environment, network and training programs
 TEST_PATHS = ("tests/core", "tests/envs", "tests/agents", "tests/train")
 # the determinism part: a small CNN run (harvest-ippo-small's network), computed whole and in chunks
@@ -269,11 +280,13 @@ def worker_sweep(row, tiny: bool, **_):
          "conv": config["conv"]})
 
 
-def worker_aggregate(row, tiny: bool, **_):
+def worker_aggregate(row, tiny: bool, part: str, **_):
     from socialjax.bench import train_sweep
 
-    env, config = cleanup_config(TRAIN_VARIANTS["train-shared-cnn"], tiny)
-    train_sweep(env, config, TINY_AGGREGATE_SEEDS if tiny else AGGREGATE_SEEDS, repeats=1, fit=not tiny, report=row)
+    conv = AGGREGATE_CONVS.get(part)
+    env, config = cleanup_config(TRAIN_VARIANTS["train-shared-cnn"], tiny, **({"conv": conv} if conv else {}))
+    seeds = TINY_AGGREGATE_SEEDS if tiny else AGGREGATE_CONV_SEEDS if conv else AGGREGATE_SEEDS
+    train_sweep(env, config, seeds, repeats=1, fit=not tiny and conv is None, report=row)
 
 
 def worker_determinism(row, tiny: bool, **_):
@@ -392,7 +405,8 @@ WORKERS: dict[str, Callable] = {
     "envs": worker_envs, "train-shared-cnn": worker_train, "train-shared-cnn-bf16": worker_train,
     "train-shared-cnn_sj": worker_train, "train-paper-preset": worker_train, "train-shared-cnn-looped": worker_train,
     "train-mappo": worker_train, "train-irat": worker_train,
-    "sweep": worker_sweep, "aggregate": worker_aggregate,
+    "sweep": worker_sweep, "aggregate": worker_aggregate, "aggregate-looped": worker_aggregate,
+    "aggregate-patch": worker_aggregate,
     "determinism": worker_determinism, "profile": worker_profile,
     **{f"reproduce-{name}": worker_reproduce for name in GPU_ENTRIES},
 }
@@ -720,7 +734,8 @@ TABLES = {"envs": _table_envs, "train-shared-cnn": _table_train, "train-shared-c
           "train-shared-cnn_sj": _table_train, "train-paper-preset": _table_train, "train-mappo": _table_train,
           "train-irat": _table_train, "train-shared-cnn-looped": _table_train, "peer-env": _table_peer,
           "peer-train": _table_peer, "sweep": _table_sweep, "aggregate": _table_aggregate,
-          "aggregate-peer": _table_aggregate, "determinism": _table_determinism,
+          "aggregate-peer": _table_aggregate, "aggregate-looped": _table_aggregate,
+          "aggregate-patch": _table_aggregate, "determinism": _table_determinism,
           "profile": _table_profile, "tests": _table_tests,
           **{f"reproduce-{name}": _table_reproduce for name in GPU_ENTRIES}}
 

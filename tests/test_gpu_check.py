@@ -29,7 +29,8 @@ import peer_socialjax  # noqa: E402
 # determinism, training and tests parts
 TINY_PARTS = [p.name for p in gpu_check.PARTS
               if not p.needs_peer and (p.name in gpu_check.CALLS[1][0] or p.name.startswith("train-")
-                                       or p.name in ("determinism", "tests", "reproduce-cleanup-reward"))]
+                                       or p.name in ("determinism", "tests", "reproduce-cleanup-reward",
+                                                     "aggregate-looped"))]
 
 
 @pytest.fixture(scope="module")
@@ -93,6 +94,8 @@ def test_the_tiny_check_measures_what_the_rows_say(tiny_report):
                                                      / r["seconds_per_update"])
         assert r["chunk"] is None and r["planned_bytes"] > 0 and r["num_agents"] == 7
         assert (r["seating"], r["network"]) == ("shared", "cnn")
+    assert [(r["seeds"], r["conv"]) for r in parts["aggregate-looped"]["rows"]] == [
+        (s, "looped") for s in gpu_check.TINY_AGGREGATE_SEEDS]
     repeat, *chunks = parts["determinism"]["rows"]
     assert repeat["what"] == "the same program twice" and len(chunks) == len(gpu_check.TINY_DETERMINISM["chunks"])
     if ON_CPU:  # XLA:CPU computes a program the same way every call
