@@ -237,7 +237,8 @@ def _train_row(env, config: TrainConfig, seeds: int, repeats: int, note: str = "
 
 def peak_memory() -> int | None:
     """The first device's peak bytes in use since the process started (``None`` where the
-    backend does not say, e.g. the CPU)."""
+    backend does not say, e.g. the CPU). scripts/check_io.py reads it the same way for
+    SocialJax's timing process, where ``socialjax`` names SocialJax's package, not this one."""
     try:
         stats = jax.devices()[0].memory_stats()
     except Exception:  # backends without memory statistics

@@ -12,7 +12,7 @@ program, one or more per device (see :mod:`socialjax.train.run`).
 A device's chunks are separate calls of one program, queued on the device one after
 another, rather than a loop inside one program: what is compiled is the program of one
 chunk, the same for ten runs or ten thousand, so compile time does not grow with the
-number of runs (a loop over chunks around the program compiled 25-35% slower on the CPU,
+number of runs (a loop over chunks around the program compiled 23-36% slower on the CPU,
 BENCHMARKS.md, "Many seeds on one device").
 """
 

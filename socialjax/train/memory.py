@@ -24,10 +24,12 @@ from socialjax.train.devices import Layout, compile_blocks, lay_out
 
 MEMORY_HEADROOM = 0.9  # share of a device's memory a program may plan to use (XLA needs scratch beyond its plan)
 # Runs computed together (one vmap) at most, per platform, unless a chunk is asked for; a
-# device's runs beyond it go in equal chunks. On the 2-core CPU a wider vmap is no faster:
-# harvest-ippo-small at 64 seeds ran its updates 9% faster 16 at a time than all 64
-# together, the IPD population at 256 runs within 10% at 8, 16, 32, 64 or all 256
-# together (BENCHMARKS.md, "Many seeds on one device"). GPUs and TPUs: all runs that fit.
+# device's runs beyond it go in equal chunks. On the 2-core CPU a wider vmap is hardly
+# faster: one harvest-ippo-small seed already keeps it busy (2,072 env-steps/s for 1 seed,
+# 2,039 for 16 together), 64 seeds ran their updates within 6% whether 4, 8, 16, 32 or all
+# 64 went together (all 64 the slowest), and the IPD population's 256 runs took 7% longer
+# 16 at a time than all together (BENCHMARKS.md, "Many seeds on one device"). Beyond 16 the
+# memory and the compile time of the evaluation grow. GPUs and TPUs: all runs that fit.
 MOST_TOGETHER = {"cpu": 16}
 
 
