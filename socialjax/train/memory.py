@@ -82,6 +82,9 @@ def compile_fitting(program, grows_with: str, num_runs, devices, chunk, memory, 
             if limit is None or need <= MEMORY_HEADROOM * limit:
                 return True
             group = chunk or layout.per_device
+            kept = _resident(first) * layout.blocks_per_device  # every block's state, whatever the chunk
+            if layout.per_device > 1 and kept > MEMORY_HEADROOM * limit:
+                raise MemoryError(_states_too_big(kept, limit, layout))
             if asked is not None or group == 1:
                 raise MemoryError(_too_big(grows_with, need, limit, layout, asked))
             found["chunk"] = fit_chunk(layout.per_device, group, first.memory_analysis(), MEMORY_HEADROOM * limit)
@@ -127,15 +130,20 @@ def program_bytes(compiled) -> int:
     return int(max(total, getattr(m, "peak_memory_in_bytes", 0) or 0))
 
 
+def _resident(compiled) -> int:
+    """What a block keeps on its device between calls: its program's arguments and
+    outputs (the runs' state before and after, their keys and results)."""
+    m = compiled.memory_analysis()
+    if m is None:
+        return 0
+    return int(m.argument_size_in_bytes + m.output_size_in_bytes - m.alias_size_in_bytes)
+
+
 def device_bytes(compiled, blocks: int) -> int:
     """What a device needs to compute ``blocks`` blocks of runs with ``compiled`` (one
     block's program) one after another: the running block's :func:`program_bytes` and
     every other block's arguments and outputs, which stay on the device between calls."""
-    m = compiled.memory_analysis()
-    if m is None:
-        return 0
-    resident = m.argument_size_in_bytes + m.output_size_in_bytes - m.alias_size_in_bytes
-    return program_bytes(compiled) + (blocks - 1) * int(resident)
+    return program_bytes(compiled) + (blocks - 1) * _resident(compiled)
 
 
 def fit_chunk(per_device: int, group: int, analysis, budget: float) -> int:
@@ -169,6 +177,13 @@ def _too_big(grows_with: str, need: int, limit: int, layout: Layout, asked: int 
             + ("Pass a smaller chunk, or none to let run() choose one that fits. " if asked is not None else "")
             + f"A run's memory grows with {grows_with}"
             + ("." if layout.per_device == 1 else ", or spread the runs over more devices or calls."))
+
+
+def _states_too_big(kept: int, limit: int, layout: Layout) -> str:
+    return (f"the {layout.per_device} runs of a device keep {_size(kept)} on {layout.devices[0]} between calls "
+            f"(each run's state before and after an update, its key and results), more than the "
+            f"{_size(MEMORY_HEADROOM * limit)} usable ({MEMORY_HEADROOM:.0%} of {_size(limit)}), whatever the chunk: "
+            "compute fewer runs per call (fewer seeds or grid points), or spread them over more devices.")
 
 
 def _size(n: float) -> str:

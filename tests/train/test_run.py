@@ -275,6 +275,14 @@ def test_a_chunk_asked_for_that_does_not_fit_is_refused():
         _toy_fit(8, 60 * 2**20, chunk=8)
 
 
+def test_runs_whose_states_alone_overflow_the_device_are_refused_at_once():
+    """64 toy runs keep about 3 KB between calls (keys, hyperparameters, results): given
+    1 KB, no chunk can help, and the refusal comes after the first compile, naming the
+    runs' kept bytes and what to do."""
+    with pytest.raises(MemoryError, match=r"the 64 runs of a device keep .* between calls.*fewer runs per call"):
+        _toy_fit(64, 1000)
+
+
 def test_a_run_too_big_for_the_device_is_refused_before_it_runs():
     """A lone run that needs more than the device holds raises ``MemoryError`` naming
     the sizes to reduce, after compiling and before running (a lone run is not padded:
