@@ -51,7 +51,7 @@ def _auto_reset_key(key_step: jax.Array) -> jax.Array:
 
 
 # --------------------------------------------------------------------------- contract
-INFO_KEYS = ("terminated", "truncated", "invalid_action", "final_obs")
+INFO_KEYS = ("terminated", "truncated", "invalid_action", "invalid_params", "final_obs")
 INVALID_RATE = 0.125  # fraction of actions check_env replaces by out-of-range ones
 RTOL, ATOL = 2e-3, 1e-5  # floats of two programs that need not agree bit for bit
 
@@ -76,8 +76,8 @@ def check_env(
        of a ``Dict`` space); ``sample_actions`` gives ``(N, *action_shape)`` of the action
        space's dtype; ``step`` returns an observation and a state shaped like
        ``reset``'s, ``reward`` ``(N,) float32``, ``done`` ``() bool`` and an ``info`` dict
-       with ``terminated`` and ``truncated`` ``() bool``, ``invalid_action`` ``(N,) bool``
-       and ``final_obs`` shaped like the observation; ``global_observation`` of
+       with ``terminated`` and ``truncated`` ``() bool``, ``invalid_action`` ``(N,) bool``,
+       ``invalid_params`` ``() bool`` and ``final_obs`` shaped like the observation; ``global_observation`` of
        ``reset``'s state has the shapes and dtypes of ``global_observation_space``
        (one game: no agent axis).
     2. One jitted ``vmap`` of ``num_envs`` rollouts of ``num_steps`` random steps, the
@@ -87,7 +87,8 @@ def check_env(
        first, stepped and auto-reset ones), computed in the same program under ``jit``
        and ``vmap`` (over the envs and over the steps), lies in the global observation
        space; rewards are finite; ``done == terminated | truncated``
-       and never both; ``invalid_action`` flags exactly the out-of-range actions; every
+       and never both; ``invalid_action`` flags exactly the out-of-range actions and
+       ``invalid_params`` nothing (the params are valid); every
        env ends an episode; on a ``done`` step the observation and state are those of a
        fresh ``reset`` with the key ``step`` resets from, and ``final_obs`` equals the
        observation on every other step.
@@ -198,10 +199,11 @@ def _check_step_shapes(rules: _Rules, env, key, params) -> None:
         shaped,
         {"obs": step_obs, "state": step_state, "reward": reward, "done": done, "info": {k: info[k] for k in INFO_KEYS}},
         {"obs": obs, "state": state, "reward": jax.ShapeDtypeStruct((n,), jnp.float32), "done": flag,
-         "info": {"terminated": flag, "truncated": flag, "invalid_action": flags, "final_obs": obs}},
+         "info": {"terminated": flag, "truncated": flag, "invalid_action": flags, "invalid_params": flag,
+                  "final_obs": obs}},
         rule=f"step must return reset's shapes and dtypes of obs and state, reward ({n},) float32 (one per agent), "
-             f'done () bool, info["terminated"] and ["truncated"] () bool, ["invalid_action"] ({n},) bool and '
-             '["final_obs"] shaped like obs:',
+             f'done () bool, info["terminated"] and ["truncated"] () bool, ["invalid_action"] ({n},) bool, '
+             '["invalid_params"] () bool and ["final_obs"] shaped like obs:',
     )
 
 
@@ -221,6 +223,7 @@ def _check_trajectory(rules: _Rules, env, params, checked, bad_action, num_steps
     term, trunc = info["terminated"], info["truncated"]
     rules.check(np.array_equal(done, term | trunc), 'done must equal info["terminated"] | info["truncated"]')
     rules.check(not np.any(term & trunc), 'info["terminated"] and info["truncated"] are never both True')
+    rules.check(not np.any(info["invalid_params"]), 'info["invalid_params"] flags the valid params the rollout used')
     if bad_action is not None:
         rules.check(np.asarray(act_space.valid(traj.actions))[~bad].all(),
                     f"sample_actions gave actions outside {act_space}")

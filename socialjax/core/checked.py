@@ -14,7 +14,6 @@ function too: ``err, out = checkify.checkify(jax.jit(f))(...)``, then ``err.thro
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import jax
@@ -76,19 +75,9 @@ def checkify_params(env: Environment, params: EnvParams) -> None:
     within its declared range, and that bool fields are 0 or 1; call it inside a
     function that ``checkify.checkify`` functionalises."""
     cls = type(params).__name__
-    for f in dataclasses.fields(params):
-        value = jnp.asarray(getattr(params, f.name))
-        if f.metadata.get("bool"):
-            ok, rule = (value == 0) | (value == 1), "a bool (0 or 1)"
-        else:
-            low, high = f.metadata.get("bounds", (None, None))
-            ok = jnp.isfinite(value) if jnp.issubdtype(value.dtype, jnp.inexact) else jnp.ones(value.shape, bool)
-            if low is not None:
-                ok &= value >= low
-            if high is not None:
-                ok &= value <= high
-            rule = f"finite and in [{'-inf' if low is None else low}, {'inf' if high is None else high}]"
-        checkify.check(jnp.all(ok), f"{env.name}: {cls}.{f.name} must be {rule}, got {{value}}", value=value)
+    for name, (ok, rule) in params.field_rules().items():
+        value = jnp.asarray(getattr(params, name))
+        checkify.check(jnp.all(ok), f"{env.name}: {cls}.{name} must be {rule}, got {{value}}", value=value)
 
 
 def _throw(err: checkify.Error) -> None:

@@ -168,13 +168,16 @@ class Environment(Generic[TState, TParams]):
         if not auto_reset:
             state, reward, done, info = self.transition(key, state, actions, params)
             obs = self.get_obs(state, params)
-            return obs, state, reward, done, dict(info, invalid_action=invalid, final_obs=obs)
+            return obs, state, reward, done, dict(info, invalid_action=invalid, invalid_params=params.invalid(),
+                                                  final_obs=obs)
         key_step, key_reset = jax.random.split(key)
         state_st, reward, done, info = self.transition(key_step, state, actions, params)
         state = _select(done, self.initial_state(key_reset, params), state_st)
         obs = self.get_obs(state, params)
         info = dict(info)
         info["invalid_action"] = invalid
+        # params traced in a jit or vmap of the caller's were not checked on the host: flagged here
+        info["invalid_params"] = params.invalid()
         # the last observation of the finished episode, for bootstrapping at truncation
         # (XLA drops it when nothing reads it)
         info["final_obs"] = self.get_obs(state_st, params)

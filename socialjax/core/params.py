@@ -12,6 +12,7 @@ import dataclasses
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
@@ -78,6 +79,34 @@ class EnvParams:
 
     def check(self) -> None:
         """Cross-field checks on concrete values; override in subclasses."""
+
+    def field_rules(self) -> dict[str, tuple[jax.Array, str]]:
+        """Each field's range check as arrays, traced or not: ``{name: (ok, rule)}``,
+        ``ok`` elementwise (finite and within the declared bounds; a bool field 0 or 1)
+        and ``rule`` the words of the check. What :meth:`invalid` and
+        :func:`socialjax.core.checked.checked` compute inside a program."""
+        rules = {}
+        for f in dataclasses.fields(self):
+            value = jnp.asarray(getattr(self, f.name))
+            if f.metadata.get("bool"):
+                rules[f.name] = ((value == 0) | (value == 1), "a bool (0 or 1)")
+                continue
+            low, high = f.metadata.get("bounds", (None, None))
+            ok = jnp.isfinite(value) if jnp.issubdtype(value.dtype, jnp.inexact) else jnp.ones(value.shape, bool)
+            if low is not None:
+                ok &= value >= low
+            if high is not None:
+                ok &= value <= high
+            rules[f.name] = (ok, f"finite and in [{'-inf' if low is None else low}, {'inf' if high is None else high}]")
+        return rules
+
+    def invalid(self) -> jax.Array:
+        """``() bool``: some field is NaN, infinite, out of its declared range, or a bool
+        field other than 0 or 1. Computed in the program, so it also sees params traced
+        inside a ``jit`` or ``vmap`` of your own, which the host cannot check; every
+        ``step`` reports it as ``info["invalid_params"]``."""
+        oks = [jnp.all(ok) for ok, _ in self.field_rules().values()]
+        return ~jnp.all(jnp.stack(oks)) if oks else jnp.zeros((), bool)
 
     @classmethod
     def field_names(cls) -> list[str]:

@@ -143,7 +143,7 @@ class PettingZooAdapter(ParallelEnv):
         obs, state, reward, done, info = self.env.step(key_step, state, actions, params, auto_reset=False)
         # the episode ends here (PettingZoo empties agents): no bootstrap observation; actions
         # were checked by _stack_actions, so no invalid ones are flagged
-        info = {k: v for k, v in info.items() if k not in ("final_obs", "invalid_action")}
+        info = {k: v for k, v in info.items() if k not in ("final_obs", "invalid_action", "invalid_params")}
         return key, obs, state, reward, done, info
 
     # -------------------------------------------------------------- Parallel API

@@ -364,3 +364,23 @@ def test_a_batch_of_params_is_validated_elementwise_and_set_by_set(ipd):
         bad.validate(batched=True)
     with pytest.raises(ValueError, match="same leading sweep axis"):
         ipd.default_params.replace(noise=jnp.array([0.0, 0.5])).validate(batched=True)
+
+
+def test_params_traced_in_a_vmap_are_flagged_in_every_step():
+    """Params built inside a ``vmap`` or ``jit`` of the caller's cannot be checked on the
+    host: each step flags them in ``info["invalid_params"]`` (a NaN, a value out of its
+    declared range, a bool field other than 0 or 1), and valid ones are never flagged."""
+    env = sj.make("ipd", num_rounds=5)
+    key = jax.random.key(0)
+    _, state = env.reset(key)
+
+    @jax.jit
+    @jax.vmap
+    def flags(noise, continue_prob):
+        params = env.default_params.replace(noise=noise, continue_prob=continue_prob)
+        return env.step(key, state, jnp.zeros((2,), jnp.int32), params)[4]["invalid_params"]
+
+    noise = jnp.array([0.0, 0.1, jnp.nan, 1.5, 0.0, -0.2])
+    continue_prob = jnp.array([1.0, 0.5, 1.0, 1.0, jnp.inf, 1.0])
+    np.testing.assert_array_equal(flags(noise, continue_prob), [False, False, True, True, True, True])
+    assert not bool(env.step(key, state, jnp.zeros((2,), jnp.int32))[4]["invalid_params"])
