@@ -166,6 +166,8 @@ class DQNLearner:
     """
 
     hparams = HPARAMS  # the Learner contract's names, read from state.hparams
+    # the TrainConfig fields of this learner alone
+    settings = ("exploration", "buffer_rollouts", "dqn_updates", "dqn_batch", "n_step", "target_update_every")
     RECURRENT = False  # recurrent Q-learning is not implemented
     ALIGNS = False  # no advantages for Advantage Alignment
     CENTRAL_CRITIC = False  # its observation is the seat's own

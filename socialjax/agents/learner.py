@@ -30,6 +30,9 @@ class Learner(Protocol):
     ``(M, H)`` with ``H = hidden_size``."""
 
     hparams: tuple[str, ...]  # the hyperparameters read from state.hparams (a class attribute)
+    # the TrainConfig fields it reads that not every learner does (update_epochs, n_step ...): a config
+    # that sets another learner's is refused (TrainConfig.validate); optional, () when absent
+    settings: tuple[str, ...]
     RECURRENT: bool  # the class supports a recurrent core
     ALIGNS: bool  # prepare gives advantages "adv" that Advantage Alignment may mix
     # the seated loop gives it, on every seat, {"actor": own observation, "global": the game's

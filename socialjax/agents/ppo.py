@@ -126,6 +126,7 @@ class ActorCriticLearner:
     """PPO or A2C on an :class:`~socialjax.agents.networks.ActorCritic`."""
 
     hparams = HPARAMS  # the Learner contract's names, read from state.hparams
+    settings = ("update_epochs", "num_minibatches")  # the TrainConfig fields of this learner alone
     RECURRENT = True  # a GRU core is supported
     ALIGNS = True  # prepare gives advantages "adv" (Advantage Alignment mixes them)
     CENTRAL_CRITIC = False  # its observation is the seat's own (no global observation)

@@ -252,6 +252,26 @@ class TrainConfig:
         if not learner.ALIGNS and np.any(grid["aa_beta"] != 0):
             raise ValueError(f"aa_beta (Advantage Alignment) needs an actor-critic learner "
                              f"({' or '.join(algos_where('ALIGNS'))})")
+        unread = self.unread()
+        if unread:  # a sweep over a setting nothing reads would give identical runs
+            raise ValueError("; ".join(f"{name}={brief(getattr(self, name))} is not read {why}"
+                                       for name, why in unread.items()) + ": leave it at its default")
+
+    def unread(self) -> dict[str, str]:
+        """The fields set away from their defaults that this config's learner, reward forms
+        and exploration never read, each with the reason: ``{name: "by algo='ppo'"}``."""
+        learner = learner_class(self.algo)
+        forms = (self.reward,) if isinstance(self.reward, str) else tuple(self.reward)
+        own = set(learner.hparams) | set(getattr(learner, "settings", ()))
+        others = {n for cls in LEARNERS.values() for n in (*cls.hparams, *getattr(cls, "settings", ()))}
+        unread = {name: f"by algo={self.algo!r}" for name in others - own - set(hp.LOOP)}
+        shaping = {name for form in forms for name in hp.SHAPING_BY_FORM.get(form, ())}
+        unread.update({name: f"with reward={brief(self.reward)}" for name in set(hp.SHAPING) - shaping})
+        if "exploration" in own:
+            idle = ("temperature",) if self.exploration == "epsilon" else ("eps_start", "eps_end", "eps_decay")
+            unread.update({name: f"with exploration={self.exploration!r}" for name in idle})
+        defaults = {f.name: f.default for f in dataclasses.fields(self)}
+        return {name: why for name, why in sorted(unread.items()) if not _same(getattr(self, name), defaults[name])}
 
 
 BOOL_FIELDS = tuple(f.name for f in dataclasses.fields(TrainConfig) if f.type in ("bool", bool))
@@ -286,6 +306,16 @@ def _finite(value: Any) -> bool:
     try:
         return math.isfinite(float(value))
     except OverflowError:  # an int beyond float64
+        return False
+
+
+def _same(value: Any, default: Any) -> bool:
+    """Whether a field holds its default (a list of values, a sweep, never does)."""
+    if isinstance(value, (tuple, list, np.ndarray)) and not isinstance(default, (tuple, list)):
+        return False
+    try:
+        return bool(np.all(np.asarray(value) == np.asarray(default)))
+    except (TypeError, ValueError):
         return False
 
 

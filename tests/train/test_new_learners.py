@@ -50,8 +50,15 @@ LEARNER_STATS = {
     "vdn": ("q_mean", "target_mean", "epsilon"),
 }
 TINY = TrainConfig(seating="shared", num_envs=2, rollout_len=4, num_updates=1, hidden=8, channels=4, embed_dim=4,
-                   update_epochs=1, num_minibatches=1, dqn_batch=4, buffer_rollouts=1, evaluate=True, eval_envs=1,
-                   eval_steps=2)
+                   evaluate=True, eval_envs=1, eval_steps=2)
+# each learner's own sizes, small (a config that sets another learner's is refused)
+TINY_OWN = {"ppo": dict(update_epochs=1, num_minibatches=1), "dqn": dict(dqn_batch=4, buffer_rollouts=1)}
+
+
+def tiny(config: TrainConfig, algo: str, **changes) -> TrainConfig:
+    """``config`` for ``algo``, with that learner's small sizes."""
+    family = "dqn" if algo in ("dqn", "vdn") else "ppo"
+    return config.replace(algo=algo, **TINY_OWN[family], **changes)
 
 
 def small_env(name: str):
@@ -79,7 +86,7 @@ def test_every_game_traces_to_the_documented_shapes(game, algo):
     stacked on ``L``. The centralised learners see the game's global observation and
     the seat's one-hot; VDN sums over the game's seats."""
     env = small_env(game)
-    train = make_train(env, TINY.replace(algo=algo))
+    train = make_train(env, tiny(TINY, algo))
     state, metrics = jax.eval_shape(train, jax.random.key(0))
     U, L, P, N = TINY.num_updates, train.plan.num_learners, train.plan.num_members, env.num_agents
     assert (L, P) == (1, 1)
@@ -125,7 +132,7 @@ def one_round():
 @pytest.fixture(scope="module", params=("mappo", "irat"))
 def whole(request):
     """A run of 2 seeds in one call, never cut."""
-    return sj.train.run(one_round(), SMALL.replace(algo=request.param), seeds=SEEDS, progress=False)
+    return sj.train.run(one_round(), tiny(SMALL, request.param), seeds=SEEDS, progress=False)
 
 
 @pytest.mark.slow
@@ -141,12 +148,12 @@ def test_segments_and_a_resumed_run_give_the_bits_of_an_uncut_run(whole, tmp_pat
     and "killed" there, then resumed from the files: the metrics and the learners of the
     uncut run, bit for bit (on the CPU), the first segment's included."""
     config = whole.config
-    meta = results.run_meta(config, "matrix_game", ONE_ROUND, None, range(SEEDS), 0)
+    spec = results.population_spec(config, "matrix_game", ONE_ROUND, range(SEEDS), 0)
     loss = whole.metrics["loss"]  # (G, S, U, L): the seeds are different runs, the updates move
     assert not np.array_equal(loss[0, 0], loss[0, 1]) and not np.array_equal(loss[0, 0, 0], loss[0, 0, -1])
 
     def save_then_die(snapshot):
-        results.save_checkpoint(tmp_path / "run", snapshot, meta, segment=SEGMENT)
+        results.save_checkpoint(tmp_path / "run", snapshot, spec, segment=SEGMENT)
         assert_tree_same(snapshot.metrics, {k: v[0, :, :SEGMENT] for k, v in whole.metrics.items()
                                             if not k.startswith(("eval/", "nan_"))})
         raise RuntimeError(f"killed after update {snapshot.updates_done}")
@@ -191,7 +198,7 @@ def split_minds():
     """An IRAT learner of the one-round prisoner's dilemma (the IPD's payoffs) with one
     member whose individual policy always cooperates and team policy always defects."""
     env = sj.make("ipd", **ONE_ROUND)
-    train = make_train(env, TINY.replace(algo="irat", num_envs=4, eval_envs=4, eval_steps=4))
+    train = make_train(env, tiny(TINY, "irat", num_envs=4, eval_envs=4, eval_steps=4))
     A = env.action_space().n
     state = train.learner.init(jax.random.key(0), train.config.scalar_hparams())
     params = {INDIVIDUAL: favouring(state.params[INDIVIDUAL], A, COOPERATE),
