@@ -22,7 +22,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def main(args: argparse.Namespace) -> int:
-    folder = compilation.active_cache_dir() or compilation.chosen_cache_dir()
+    chosen = compilation.chosen_cache_dir()  # None: the variable turns the cache off, whatever JAX was told
+    folder = chosen and (compilation.active_cache_dir() or chosen)
     if folder is None:
         print(f"no compilation cache: {CACHE_VARIABLE}={os.environ[CACHE_VARIABLE]!r} turns it off")
         return 0

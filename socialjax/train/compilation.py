@@ -10,9 +10,12 @@ and device kind). :func:`socialjax.train.run` and the ``socialjax`` command turn
 default, in :func:`default_cache_dir` (``$XDG_CACHE_HOME/socialjax/jax-cache``, or
 ``~/.cache/socialjax/jax-cache``). The variable ``SOCIALJAX_COMPILATION_CACHE`` chooses:
 unset, the default folder; a path, that folder; ``0`` (or ``off``, ``false``, ``no``),
-no cache. Where JAX's own ``JAX_COMPILATION_CACHE_DIR`` (or the config option
+no cache, even where JAX's own ``JAX_COMPILATION_CACHE_DIR`` names one (:func:`disable_cache`:
+JAX's ``jax_enable_compilation_cache`` turned off, as ``--no-compile-cache`` does).
+Otherwise, where ``JAX_COMPILATION_CACHE_DIR`` (or the config option
 ``jax_compilation_cache_dir``) is already set, that folder is used and left alone. The
-cache is a process-wide JAX setting: once on, it stays on for the process.
+cache is a process-wide JAX setting, read at the process's first compilation: turn it on
+or off before anything compiles.
 ``socialjax cache`` shows the folder and its size, ``socialjax cache --clear`` empties
 it (so does deleting the folder).
 
@@ -86,7 +89,11 @@ def enable_cache(path: str | os.PathLike | None = None) -> str | None:
     """Turn JAX's persistent compilation cache on, in ``path`` (default: the folder
     ``SOCIALJAX_COMPILATION_CACHE`` chooses, see the module docstring), and return the
     folder in use, or ``None`` when the variable turns the cache off. A folder already
-    set in JAX (``JAX_COMPILATION_CACHE_DIR``) is kept, and returned."""
+    set in JAX (``JAX_COMPILATION_CACHE_DIR``) is kept, and returned, unless the variable
+    turns the cache off."""
+    if path is None and chosen_cache_dir() is None:
+        disable_cache()
+        return None
     current = active_cache_dir()
     if current:
         return current
@@ -106,6 +113,12 @@ def enable_cache(path: str | os.PathLike | None = None) -> str | None:
     if MIN_COMPILE_SECONDS_VARIABLE not in os.environ:
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     return str(folder)
+
+
+def disable_cache() -> None:
+    """No persistent compilation cache in this process, whatever folder JAX was given
+    (``JAX_COMPILATION_CACHE_DIR`` included); takes effect if nothing has compiled yet."""
+    jax.config.update("jax_enable_compilation_cache", False)
 
 
 _CACHE_WARNING = re.compile(r"Error (reading|writing) persistent compilation cache entry for '[^']*': (.*)", re.S)

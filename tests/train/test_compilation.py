@@ -83,9 +83,29 @@ def test_socialjax_cache_shows_and_clears_the_folder(env_vars, tmp_path, capsys,
 
 
 def test_no_compile_cache_turns_it_off_for_the_whole_process(env_vars, capsys):
-    with pytest.raises(SystemExit):  # a bad override stops the command before anything compiles
-        cli.main(["train", "ipd-ppo", "--no-compile-cache", "--set", "lr=-1"])
-    assert os.environ[compilation.CACHE_VARIABLE] == "0"
+    try:
+        with pytest.raises(SystemExit):  # a bad override stops the command before anything compiles
+            cli.main(["train", "ipd-ppo", "--no-compile-cache", "--set", "lr=-1"])
+        assert os.environ[compilation.CACHE_VARIABLE] == "0"
+        assert not jax.config.values["jax_enable_compilation_cache"]
+    finally:  # this worker's later tests keep the suite's cache
+        jax.config.update("jax_enable_compilation_cache", True)
+
+
+def test_turned_off_means_off_even_where_jax_was_given_a_folder(tmp_path):
+    """``--no-compile-cache`` and ``SOCIALJAX_COMPILATION_CACHE=0`` write nothing into the
+    folder ``JAX_COMPILATION_CACHE_DIR`` names (JAX would fill it by itself)."""
+    argv = [sys.executable, "-m", "socialjax.cli", "train", "ipd-tft", "--updates", "1", "--seeds", "1", "--quiet",
+            "--set", "evaluate=False"]
+    base = {k: v for k, v in os.environ.items() if k != compilation.CACHE_VARIABLE}
+    for name, extra, variable in (("flag", ["--no-compile-cache"], {}),
+                                  ("variable", [], {compilation.CACHE_VARIABLE: "0"})):
+        folder = tmp_path / f"jax-{name}"
+        env = {**base, **variable, "JAX_COMPILATION_CACHE_DIR": str(folder)}
+        done = subprocess.run(argv + extra + ["--out", str(tmp_path / name)], env=env, capture_output=True,
+                              text=True, cwd=ROOT)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert compilation.cache_contents(folder) == (0, 0), name
 
 
 def test_a_second_process_reads_the_first_ones_programs_back(tmp_path):
