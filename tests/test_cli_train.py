@@ -146,9 +146,10 @@ def test_donor_evolution_keeps_its_flags(monkeypatch, capsys):
     monkeypatch.setattr(ce, "run_experiment", lambda **kwargs: seen.update(kwargs))
     assert cli.main(["train", "donor-evolution", "--seeds", "8", "--generations", "3", "--multipliers", "2,3",
                      "--schedule", "alternating", "--punishment", "--out", "somewhere", "--quiet"]) == 0
+    assert seen.pop("log").members == []  # no --log: a fan-out of no trackers
     assert seen == dict(num_seeds=8, num_generations=3, multipliers=(2.0, 3.0), out_dir="somewhere", seed=0,
                         env_options={"schedule": "alternating", "punishment": True}, verbose=False, overwrite=False,
-                        checkpoint_every=None, resume=False, log=[])
+                        checkpoint_every=None, resume=False)
     assert cli.main(["train", "donor-evolution"]) == 0
     assert seen["num_seeds"] == 256 and seen["num_generations"] == 10 and seen["multipliers"] == (1.5, 2.0, 3.0)
     assert seen["env_options"] == {"schedule": "released", "punishment": False}

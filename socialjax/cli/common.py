@@ -17,7 +17,7 @@ import sys
 
 from socialjax.core.params import parse_bool
 from socialjax.train import playback, results, store
-from socialjax.train.compilation import CACHE_VARIABLE, enable_cache
+from socialjax.train.compilation import CACHE_VARIABLE, disable_cache, enable_cache
 from socialjax.train.config import BOOL_FIELDS, SWEEPABLE, TrainConfig
 from socialjax.train.tracking import TRACKERS, experiment_name, make_trackers
 
@@ -131,10 +131,11 @@ def add_log_flags(command: argparse.ArgumentParser) -> None:
     command.add_argument("--log", action="append", default=[], choices=TRACKERS,
                          help="stream every update's metrics, per grid point and seed, to TensorBoard, Weights & "
                               "Biases or CSV while training (repeatable; needs the extra of the same name, "
-                              "except csv); the final figures are added at the end")
+                              "except csv); the final figures are added at the end; a tracker that fails is "
+                              "dropped with one line and the training goes on")
     command.add_argument("--log-dir", default="runs", metavar="DIR",
-                         help="where --log writes: DIR/<name>/<date-time>/{tensorboard,csv,wandb} (default runs; "
-                              "tensorboard --logdir DIR shows it)")
+                         help="where --log writes: DIR/<name>/<date-time>[-n]/{tensorboard,csv,wandb}, a folder "
+                              "of its own per run (default runs; tensorboard --logdir DIR shows it)")
 
 
 def open_trackers(parser: argparse.ArgumentParser, args: argparse.Namespace, name: str) -> list:
@@ -147,9 +148,11 @@ def open_trackers(parser: argparse.ArgumentParser, args: argparse.Namespace, nam
 
 def use_compile_cache(args: argparse.Namespace) -> None:
     """Turn JAX's persistent compilation cache on, or off under ``--no-compile-cache``
-    (as the variable, so that ``run()`` and child processes see it too)."""
+    (as the variable, so that ``run()`` and child processes see it too; off even where
+    ``JAX_COMPILATION_CACHE_DIR`` names a folder)."""
     if args.no_compile_cache:
         os.environ[CACHE_VARIABLE] = "0"
+        disable_cache()
     else:
         enable_cache()
 

@@ -37,9 +37,11 @@ from socialjax.core.registry import make
 from socialjax.train import cultural_evolution, population, results, store
 from socialjax.train.cultural_evolution import DonorEvolutionConfig
 from socialjax.train.engine import Interrupted
+from socialjax.train.interrupts import deferred
 from socialjax.train.presets import DONOR_EVOLUTION, PRESETS, get_preset
 from socialjax.train.rewards import make_shaping
 from socialjax.train.seating import make_plan
+from socialjax.train.tracking import Listeners
 
 run_module = importlib.import_module("socialjax.train.run")  # the module: the package's `run` is the function
 
@@ -212,8 +214,7 @@ def _run_donor(parser, args, settings: dict, out_dir: str, resume: bool = False)
             parser.exit(130, f"\nstopped after generation {done} of {total}: the state is saved in "
                              f"{out_dir}/resume; continue with: socialjax train --resume {out_dir}\n")
         except KeyboardInterrupt:
-            exit_now(130, "\nstopped at once" + (f"; the last checkpoint is in {out_dir}/resume"
-                                                   if _has_checkpoint(out_dir) else "; nothing was saved") + "\n")
+            exit_now(130, f"\nstopped at once{_what_is_kept(out_dir)}\n")
         except (OSError, MemoryError, store.OutputError) as err:
             line = store.os_error_line(err, "write the results") if isinstance(err, OSError) else str(err)
             parser.exit(1, f"socialjax train donor-evolution: {line}{_what_is_kept(out_dir)}\n")
@@ -231,7 +232,7 @@ def _what_is_kept(out_dir, last: str = "") -> str:
     kept = ""
     if _has_checkpoint(out_dir):
         kept = (f"; the last checkpoint{f' ({last})' if last else ''} in {out_dir}/resume is "
-                f"intact: continue with `socialjax train --resume {out_dir}` once the cause is fixed")
+                f"intact: continue with `socialjax train --resume {out_dir}`")
     if store.folder_state(Path(out_dir)) in ("result", "replacing"):
         kept += f"; the earlier result in {out_dir} is intact"
     return kept or "; nothing was saved"
@@ -305,23 +306,21 @@ def _resume(parser: argparse.ArgumentParser, args: argparse.Namespace):
     try:
         checkpoint = results.load_checkpoint(args.resume)
         store.check_writable(Path(args.resume))
-        if checkpoint.meta.get("job") == "donor-evolution":
+        if checkpoint.spec.kind == "donor-evolution":
             if args.coordinator is not None:
                 parser.error("donor-evolution runs in one process: drop --coordinator, --num-processes, --process-id")
-            settings = {k: checkpoint.meta[k] for k in ("num_seeds", "num_generations", "multipliers", "seed",
-                                                         "env_options")}
-            settings.update(checkpoint.meta.get("evolution", {}))
-            return _run_donor(parser, args, settings, args.resume, resume=True)
+            return _run_donor(parser, args, cultural_evolution.donor_settings(checkpoint.spec), args.resume,
+                              resume=True)
         snapshot = results.restore_snapshot(checkpoint, population.make_train(checkpoint.env, checkpoint.config))
     except (store.ResultError, store.OutputError, KeyError) as err:
         parser.error(f"--resume: {err}")
-    meta = checkpoint.meta
+    meta, spec = checkpoint.meta, checkpoint.spec
     if args.checkpoint_every is None:  # the run's own (None: it was saved only when stopped)
         args.checkpoint_every = meta.get("segment")
     memory = args.memory if args.memory is not None else (meta.get("memory") or 0) / 2**30 or None
-    job = dict(env=checkpoint.env, env_name=meta["env"], env_options=meta.get("env_options", {}),
-               config=checkpoint.config, preset=meta.get("preset"), description="resumed from " + args.resume,
-               seeds=meta["seeds"], base_seed=int(meta["base_seed"]))
+    job = dict(env=checkpoint.env, env_name=spec.env, env_options=dict(spec.env_options), config=checkpoint.config,
+               preset=spec.preset, description="resumed from " + args.resume, seeds=list(spec.seeds),
+               base_seed=spec.base_seed)
     return run_job(parser, args, job, args.resume, chunk=snapshot.chunk, memory=memory, resume=snapshot)
 
 
@@ -335,12 +334,13 @@ def run_job(parser, args, job: dict, out_dir: str, *, chunk=None, memory=None, r
     config, name = job["config"], job["preset"] or job["env_name"]
     every = args.checkpoint_every
     memory_bytes = None if memory is None else int(memory * 2**30)
-    meta = results.run_meta(config, job["env_name"], job["env_options"], job["preset"], job["seeds"], job["base_seed"])
+    spec = results.population_spec(config, job["env_name"], job["env_options"], job["seeds"], job["base_seed"],
+                                   job["preset"])
     saved = {"updates": resume.updates_done if resume is not None else 0}
 
     def checkpoint(snapshot):  # every process takes the snapshot (a collective); process 0 writes it
         if lead and snapshot.updates_done > saved["updates"]:
-            results.save_checkpoint(out_dir, snapshot, meta, segment=every, memory=memory_bytes)
+            results.save_checkpoint(out_dir, snapshot, spec, segment=every, memory=memory_bytes)
             saved["updates"] = snapshot.updates_done
 
     with claimed(parser, out_dir) if lead else contextlib.nullcontext(), \
@@ -365,8 +365,9 @@ def run_job(parser, args, job: dict, out_dir: str, *, chunk=None, memory=None, r
             parser.error(f"{name}: {err}")
         except MemoryError as err:  # after compiling: before anything ran, or part-way (DeviceMemoryError)
             parser.exit(1, f"socialjax train {name}: {err}{_what_is_kept(out_dir, _last(saved, config))}\n")
-        except OSError as err:  # a checkpoint could not be written
-            parser.exit(1, f"socialjax train {name}: {store.os_error_line(err, 'write the checkpoint')}"
+        except OSError as err:  # a checkpoint could not be written (a tracker's failure never comes here)
+            doing = "write the checkpoint" if every else "read or write a file"
+            parser.exit(1, f"socialjax train {name}: {store.os_error_line(err, doing)}"
                            f"{_what_is_kept(out_dir, _last(saved, config))}\n")
         except Interrupted as stop:  # a signal: the updates done are saved, with or without --checkpoint-every
             if not every:
@@ -386,9 +387,14 @@ def run_job(parser, args, job: dict, out_dir: str, *, chunk=None, memory=None, r
             exit_now(130, "\nstopped at once; nothing was saved (no checkpoint yet)\n")
         if lead:
             try:
-                text = results.save_run(result, out_dir, env_name=job["env_name"], env_options=job["env_options"],
-                                        preset=job["preset"], base_seed=job["base_seed"],
-                                        overwrite=args.overwrite or bool(every) or resume is not None)
+                with deferred("writing the result") as stop:  # seconds that a stop would waste the training for
+                    text = results.save_run(result, out_dir, env_name=job["env_name"],
+                                            env_options=job["env_options"], preset=job["preset"],
+                                            base_seed=job["base_seed"],
+                                            overwrite=args.overwrite or bool(every) or resume is not None)
+            except KeyboardInterrupt:  # a second signal while writing: the result is not written
+                exit_now(130, f"\nstopped at once while writing the result; it was not written"
+                              f"{_what_is_kept(out_dir, _last(saved, config))}\n")
             except OSError as err:
                 parser.exit(1, f"socialjax train {name}: trained, but {store.os_error_line(err, 'write the result')}"
                                f"{_what_is_kept(out_dir, _last(saved, config))}\n")
@@ -396,18 +402,22 @@ def run_job(parser, args, job: dict, out_dir: str, *, chunk=None, memory=None, r
                 parser.exit(1, f"socialjax train {name}: trained, but {err}"
                                f"{_what_is_kept(out_dir, _last(saved, config))}\n")
             curves = Path(out_dir) / results.CURVES_FILE
-            for tracker in trackers if curves.exists() else []:
-                tracker.artifact(curves)
+            if curves.exists():
+                trackers.artifact(curves)
             if not args.quiet:
                 print(text, flush=True)
+            if stop.requested:
+                parser.exit(130, f"{stop.signal_name}: stopped once the result was written to {out_dir}\n")
     return result
 
 
 @contextlib.contextmanager
 def tracking(trackers: list):
-    """``trackers``, closed when the job ends, however it ends."""
+    """``trackers`` as one :class:`~socialjax.train.tracking.Listeners` (the engine's
+    fan-out: a tracker that fails is dropped with one line, and the job goes on), closed
+    when the job ends, however it ends."""
+    listeners = Listeners(trackers)
     try:
-        yield trackers
+        yield listeners
     finally:
-        for tracker in trackers:
-            tracker.close()
+        listeners.close()

@@ -12,6 +12,7 @@ import csv
 import dataclasses
 import json
 import platform
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -24,7 +25,9 @@ import socialjax as sj
 from socialjax.reproduce.staging import Staging, kept_text
 from socialjax.train import Interrupted, TrainConfig, run, save_run, store
 from socialjax.train.config import SWEEPABLE
-from socialjax.train.tracking import experiment_name, make_trackers
+from socialjax.train.formats import config_to_dict
+from socialjax.train.run import replay
+from socialjax.train.tracking import Listeners, experiment_name, make_trackers, new_folder
 from socialjax.viz.plots import mean_ci95, pyplot
 
 # The sizes an entry can run at: ``small``, a check that the pipeline runs (a minute or
@@ -317,8 +320,13 @@ def reproduce(entry: Entry, scale: str = DEFAULT_SCALE, seeds: int | None = None
 
     ``log``: tracker names (:data:`socialjax.train.tracking.TRACKERS`): every training
     run (one per group of conditions trained together) streams its metrics under
-    ``<log_dir>/reproduce/<entry>-<scale>/<date-time>/<conditions>/``, and each gets
-    the figure at the end. In Jupyter, ``progress`` is a live display per run."""
+    ``<log_dir>/reproduce/<entry>-<scale>/<date-time>[-n]/<conditions>/``, and each gets
+    the figure at the end; a run read back from an earlier, stopped try is streamed
+    there as it trained then (:func:`socialjax.train.run.replay`), so the folder holds
+    every run. A tracker that fails is dropped with one line and the reproduction goes
+    on (:class:`~socialjax.train.tracking.Listeners`). An entry that trains no population
+    at ``scale`` (its analysis computes everything) says so on stderr: nothing to log.
+    In Jupyter, ``progress`` is a live display per run."""
 
     if scale not in SCALES:
         raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
@@ -336,9 +344,14 @@ def reproduce(entry: Entry, scale: str = DEFAULT_SCALE, seeds: int | None = None
         config.validate()
         plans.append((cond, env, config))
     groups = group_plans(plans, scale)
-    root = experiment_name(f"reproduce/{entry.name}-{scale}")  # every group's trackers made before any training
-    trackers = {names: make_trackers(log, log_dir, f"{root}/{names.replace(', ', '+')}")
-                for names in (", ".join(c.name for c, _, _ in group) for group in groups)} if log else {}
+    trackers = {}  # every group's trackers made before any training, in one folder of this reproduction's
+    if log and groups:
+        root = new_folder(Path(log_dir) / experiment_name(f"reproduce/{entry.name}-{scale}"))
+        trackers = {names: Listeners(make_trackers(log, root, names.replace(", ", "+")))
+                    for names in (", ".join(c.name for c, _, _ in group) for group in groups)}
+    elif log:
+        print(f"socialjax: {entry.name} trains no population at scale {scale} (its analysis computes the result): "
+              f"--log {' '.join(log)} has nothing to stream", file=sys.stderr, flush=True)
     staging = None
     if out is not None:  # an unfinished run of the same settings is continued
         out = store.check_out_dir(out, overwrite=overwrite, resume=True)
@@ -346,11 +359,11 @@ def reproduce(entry: Entry, scale: str = DEFAULT_SCALE, seeds: int | None = None
                                 "base_seed": base_seed}, overwrite=overwrite)
     try:
         rep = _train_and_judge(entry, scale, seeds, base_seed, out, staging, plans, groups, progress, trackers)
-        for tracker in (t for ts in trackers.values() for t in ts) if out is not None else ():
-            tracker.artifact(Path(out) / FIGURE_FILE)
+        for listeners in trackers.values() if out is not None else ():
+            listeners.artifact(Path(out) / FIGURE_FILE)
     finally:
-        for tracker in (t for ts in trackers.values() for t in ts):
-            tracker.close()
+        for listeners in trackers.values():
+            listeners.close()
     return rep
 
 
@@ -363,7 +376,8 @@ def _train_and_judge(entry: Entry, scale: str, seeds: int, base_seed: int, out: 
         (cond, env, config), names = group[0], ", ".join(c.name for c, _, _ in group)
         grid = merged_config(group)  # a lone condition's own config
         result = None if staging is None else staging.get(names)
-        if result is not None and result.config != grid:
+        # compared as the JSON they are saved as (a saved sweep reads back as a tuple, a new one is a list)
+        if result is not None and config_to_dict(result.config) != config_to_dict(grid):
             result = None  # saved by another version of the entry: trained again
         if progress:
             print(f"[{entry.name}] {names}: "
@@ -379,6 +393,8 @@ def _train_and_judge(entry: Entry, scale: str, seeds: int, base_seed: int, out: 
             if staging is not None:
                 staging.put(names, result, env_name=cond.env[scale], env_options=dict(cond.env_options[scale]),
                             preset=f"{entry.name}/{names}", base_seed=base_seed)
+        elif names in trackers:  # trained by an earlier try: its curves streamed as they were then
+            replay(result, env, trackers[names], label=names)
         for cond, env, config in group:
             one = result if len(group) == 1 else result.point(grid_index(result, config), config)
             runs[cond.name] = (one, env, config)

@@ -8,8 +8,9 @@ result written whole (:func:`socialjax.train.save_run`), beside ``OUT/resume/rep
 (:func:`socialjax.train.store.folder_state`); the same command run again reads the
 finished runs back instead of training them (their bits are the ones saved), and the
 reproduction's own folder replaces ``OUT`` when every condition is done. A run saved
-for other settings is refused (``--overwrite`` starts again); a damaged one is trained
-again.
+for other settings is refused (``--overwrite`` starts again); a damaged one, or one
+saved in another format version (:data:`socialjax.train.formats.FORMAT_VERSION`), is
+trained again.
 """
 
 from __future__ import annotations

@@ -49,10 +49,10 @@ from socialjax.agents import donor_strategies as ds
 from socialjax.core.registry import make
 from socialjax.envs.donor.env import DonorGame, DonorParams
 from socialjax.train import results, store
-from socialjax.train.devices import as_key_data
 from socialjax.train.engine import Interrupted, Snapshot, run_job
 from socialjax.train.reports import format_donor_summary, plot_donor_curves
-from socialjax.train.tracking import Tracker
+from socialjax.train.spec import JobSpec
+from socialjax.train.tracking import Listeners, Tracker
 from socialjax.viz.plots import mean_ci95
 
 
@@ -248,7 +248,7 @@ def run_experiment(
     overwrite: bool = False,
     checkpoint_every: int | None = None,
     resume: bool = False,
-    log: Sequence[Tracker] = (),
+    log: Sequence[Tracker] | Listeners = (),
     **evolution,
 ) -> dict:
     """The README's main job: cultural evolution of parametric donor strategies for
@@ -266,26 +266,29 @@ def run_experiment(
 
     ``checkpoint_every=K``: the generations run in segments of ``K``, and after each
     the engine's :class:`~socialjax.train.engine.Snapshot` (strategies, keys, metrics so
-    far) is saved atomically in ``out_dir/resume/``. Ctrl-C or SIGTERM stops the run after the generation under way and
+    far) is saved atomically in ``out_dir/resume/``, in the one checkpoint format of every
+    job (:func:`socialjax.train.results.save_checkpoint`, read back by
+    :func:`~socialjax.train.results.load_checkpoint` and
+    :func:`~socialjax.train.results.restore_snapshot`: arrays by path name, format
+    version 2). Ctrl-C or SIGTERM stops the run after the generation under way and
     saves it there too (also without ``checkpoint_every``), then raises the engine's
     :class:`~socialjax.train.engine.Interrupted`.
     ``resume=True`` continues the unfinished run in ``out_dir`` (its settings must be
     the ones given); the result has the same bits as a run never stopped. ``log``:
     trackers (:mod:`socialjax.train.tracking`) that receive every generation's metrics
-    per (multiplier, seed) and the figure at the end; their owner closes them.
+    per (multiplier, seed) and the figure at the end, through one
+    :class:`~socialjax.train.tracking.Listeners` (one that fails is dropped with a line,
+    the run goes on; ``"listener_failures"`` lists them); their owner closes them.
     Returns ``{"metrics": {name: (M, S, G) array}, "multipliers": ..., "seconds": ...}``.
     """
     mults = _checked_multipliers(num_seeds, multipliers, checkpoint_every)
     config = DonorEvolutionConfig(num_generations=num_generations, **evolution)
-    settings = {"job": "donor-evolution", "num_seeds": num_seeds, "num_generations": num_generations,
-                "multipliers": [float(g) for g in multipliers], "seed": seed, "env_options": dict(env_options or {}),
-                **({"evolution": evolution} if evolution else {})}
+    spec = donor_spec(num_seeds, num_generations, multipliers, seed, env_options, **evolution)
     checkpoint = None
     if resume:
         checkpoint = results.load_checkpoint(out_dir)
-        saved = {k: checkpoint.meta.get(k) for k in settings}
-        if saved != json.loads(json.dumps(settings)) or checkpoint.meta.get("evolution", {}) != evolution:
-            raise ValueError(f"{out_dir} holds an unfinished run with other settings: {saved}")
+        if not checkpoint.spec.same_settings(spec):
+            raise ValueError(f"{out_dir} holds an unfinished run with other settings: {checkpoint.spec.to_json()}")
         checkpoint_every = checkpoint_every or checkpoint.meta.get("segment")
     else:
         store.check_out_dir(out_dir, overwrite=overwrite)
@@ -303,28 +306,49 @@ def run_experiment(
         )
 
     def save(snapshot: Snapshot) -> None:
-        results.save_checkpoint(out_dir, snapshot, settings, segment=checkpoint_every)
+        results.save_checkpoint(out_dir, snapshot, spec, segment=checkpoint_every)
+
+    listeners = log if isinstance(log, Listeners) else Listeners(log)
 
     try:
         out = run_job(job, num_seeds, base_seed=seed, progress=verbose, label="donor-evolution",
                       segment=checkpoint_every, on_segment=save if checkpoint_every else None,
-                      resume=None if checkpoint is None else _snapshot(checkpoint, job, len(mults) * num_seeds),
-                      trackers=log)
+                      resume=None if checkpoint is None else results.restore_snapshot(checkpoint, job),
+                      trackers=listeners)
     except Interrupted as stop:  # stopped by a signal: what is done is saved, with or without checkpoints
         if not checkpoint_every:
             save(stop.snapshot)
         raise
     mults = job.hparam_grid()["multiplier"]
-    _write(out_dir, out.metrics, mults, {**settings, "seconds": out.seconds}, num_seeds,
+    _write(out_dir, out.metrics, mults, {**results.run_meta(spec), "seconds": out.seconds}, num_seeds,
            overwrite=overwrite or resume or bool(checkpoint_every))
     plot_path = os.path.join(out_dir, "donor_evolution.png")
-    for tracker in log:
-        tracker.artifact(plot_path)
+    listeners.artifact(plot_path)
     result = {"metrics": out.metrics, "multipliers": mults, "seconds": out.seconds, "plot": plot_path,
-              "out_dir": out_dir}
+              "out_dir": out_dir, "listener_failures": out.listener_failures}
     if verbose:
         print(format_donor_summary(result))
     return result
+
+
+def donor_spec(num_seeds: int, num_generations: int, multipliers, seed: int = 0, env_options: dict | None = None,
+               **evolution) -> JobSpec:
+    """The :class:`~socialjax.train.spec.JobSpec` of :func:`run_experiment`'s arguments:
+    the donor game with ``env_options``, the evolution's settings and multipliers as its
+    config, seeds ``0 .. num_seeds - 1`` from base seed ``seed``."""
+    config = {"num_generations": num_generations, "multipliers": [float(g) for g in multipliers], **evolution}
+    return JobSpec("donor-evolution", "donor_game", dict(env_options or {}), config, tuple(range(num_seeds)), seed)
+
+
+def donor_settings(spec: JobSpec) -> dict:
+    """:func:`run_experiment`'s arguments of a donor-evolution ``spec`` (the inverse of
+    :func:`donor_spec`)."""
+    config = dict(spec.config)
+    if spec.seeds != tuple(range(len(spec.seeds))):
+        raise ValueError(f"a donor-evolution run's seeds are 0 .. n-1, got {list(spec.seeds)}")
+    return dict(num_seeds=len(spec.seeds), num_generations=config.pop("num_generations"),
+                multipliers=tuple(config.pop("multipliers")), seed=spec.base_seed, env_options=dict(spec.env_options),
+                **config)
 
 
 def _checked_multipliers(num_seeds: int, multipliers, checkpoint_every: int | None) -> np.ndarray:
@@ -338,20 +362,6 @@ def _checked_multipliers(num_seeds: int, multipliers, checkpoint_every: int | No
                                          or checkpoint_every < 1):
         raise ValueError(f"checkpoint_every must be a positive int or None, got {checkpoint_every!r}")
     return mults
-
-
-def _snapshot(checkpoint: results.Checkpoint, job: DonorEvolution, num_runs: int) -> Snapshot:
-    """The engine's :class:`~socialjax.train.engine.Snapshot` of a saved unfinished run,
-    its arrays checked against the runs of ``job``."""
-    shapes = jax.eval_shape(lambda k: jax.tree_util.tree_map(as_key_data, job.init(k)), jax.random.key(0))
-    want = [(num_runs, *w.shape) for w in jax.tree_util.tree_leaves(shapes)]
-    got = [x.shape for x in checkpoint.leaves]
-    done = int(checkpoint.meta["updates_done"])
-    if got != want or any(v.shape[:2] != (num_runs, done) for v in checkpoint.metrics.values()):
-        raise store.ResultError(f"{checkpoint.path} holds state arrays {got}; its run.json's runs need {want} "
-                                f"(written by another version?)")
-    state = jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(shapes), checkpoint.leaves)
-    return Snapshot(done, state, checkpoint.metrics, int(checkpoint.meta["per_device"]), checkpoint.meta["chunk"])
 
 
 def _write(out_dir: str, metrics: dict, mults: np.ndarray, meta: dict, num_seeds: int, overwrite: bool) -> None:

@@ -26,6 +26,16 @@ device). The runs are every (grid point, seed) pair, grid-major; each run's key 
 ``fold_in(key(base_seed), seed)``. What the engine gives every job (segments,
 :class:`Snapshot` s, Ctrl-C, bits, devices, memory) is described in
 :mod:`socialjax.train.run`.
+
+Listeners. Between its compiled calls, with the host arrays it has read back, the engine
+calls one :class:`~socialjax.train.tracking.Listeners`: the trackers first, then the
+live notebook display or the progress lines
+(:class:`~socialjax.train.progress.ProgressLines`), each call in that order with the
+same values; nothing is called from inside a compiled program. A listener that raises is
+dropped with one line on stderr and the training goes on: a listener can neither stop a
+run nor lose it, and :attr:`JobResult.listener_failures` lists those lines.
+:func:`replay` streams runs computed earlier (read back from disk) to listeners as
+:func:`run_job` would have while they trained.
 """
 
 from __future__ import annotations
@@ -57,8 +67,8 @@ from socialjax.train.devices import (
 )
 from socialjax.train.interrupts import StopRequest, interrupts
 from socialjax.train.memory import compile_fitting
-from socialjax.train.progress import Progress
-from socialjax.train.tracking import RunSet, Tracker
+from socialjax.train.progress import Progress, ProgressLines
+from socialjax.train.tracking import Listeners, RunSet, Tracker
 from socialjax.viz.live import LiveDisplay, in_notebook
 
 
@@ -94,7 +104,9 @@ class JobResult:
     finished runs (numpy leaves, keys as key data); ``grid``: ``{name: (G,)}``; ``seeds``
     ``(S,)``; ``seconds``: wall time, compilation included; ``compile_seconds``: the part
     spent compiling; ``per_device``, ``chunk``, ``memory_bytes``, ``compile_times``: see
-    :class:`~socialjax.train.run.RunResult`."""
+    :class:`~socialjax.train.run.RunResult`; ``listener_failures``: a line per listener
+    (tracker, progress lines, live display) that failed during the run and was dropped
+    while the training went on."""
 
     seeds: np.ndarray
     grid: dict[str, np.ndarray]
@@ -106,6 +118,7 @@ class JobResult:
     chunk: int | None
     memory_bytes: int
     compile_times: dict[str, tuple[float, ...]] = dataclasses.field(default_factory=dict)
+    listener_failures: list[str] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass
@@ -164,7 +177,7 @@ def run_job(
     on_segment: Callable[[Snapshot], None] | None = None,
     resume: Snapshot | None = None,
     compile_cache: bool | str | os.PathLike = True,
-    trackers: Sequence[Tracker] = (),
+    trackers: Sequence[Tracker] | Listeners = (),
 ) -> JobResult:
     """Run ``job`` for every (grid point, seed) pair: equal blocks of runs, one per
     device, each device running the same compiled single-device programs, one update per
@@ -177,7 +190,11 @@ def run_job(
     every segment's tracked values to each of ``trackers`` (opened here with the runs'
     :class:`~socialjax.train.tracking.RunSet`, left open for their owner; process 0
     alone), a :class:`Snapshot` to ``on_segment`` every ``segment`` updates, and from
-    ``resume`` when given. The arguments are those of :func:`socialjax.train.run`."""
+    ``resume`` when given. The trackers, the live display and the progress lines are
+    called through one :class:`~socialjax.train.tracking.Listeners` (``trackers`` may be
+    one, the owner's: the engine adds its own display or lines for the run and takes
+    them out at its end), so that a failing one is dropped with a line and the run goes
+    on. The arguments are those of :func:`socialjax.train.run`."""
     seeds = checked_seeds(seeds)
     check_counts(chunk=chunk, memory=memory, segment=segment)
     grid = job.hparam_grid()
@@ -195,42 +212,69 @@ def run_job(
     live = LiveDisplay(job.headline, job.progress_line, job.log_every or max(U // 10, 1), label) \
         if progress is True and in_notebook() else None
     progress = _progress(progress, job, label) if live is None else None
-    trackers = [*trackers, *([live] if live is not None else [])] if jax.process_index() == 0 else []
-    runs = RunSet(label or str(job.meta.get("env", "run")), grid, seeds, U, job.meta)
-    for tracker in trackers:  # before the clock starts: a W&B run takes a while to start
-        tracker.open(runs)
-    start = time.perf_counter()
-    keys = run_keys(np.tile(seeds, G), base_seed)
-    run_hparams = {k: np.repeat(v, S) for k, v in grid.items()}
-    with interrupts(enabled=not multihost(devices)) as stop:
-        # a run that a signal can stop computes one update per call (so it stops after the
-        # update under way); the bits do not depend on the cut
-        plan = stages(done, U, 1 if stop.enabled else K, fresh=resume is None)
-        blocks = compile_stages(job, plan, keys, run_hparams, done, devices, chunk, memory, resume)
-        if resume is None:
-            xs, metrics_so_far = blocks.keys, []
-        else:
-            xs, metrics_so_far = put_state(resume.state, blocks.layout), [resume.metrics]
-        compile_seconds = time.perf_counter() - start
-        stop.stoppable = True
-        try:
-            final, metrics = run_segments(job, blocks, plan, xs, done, metrics_so_far, progress, K, on_segment, stop,
-                                          trackers)
-        except jax.errors.JaxRuntimeError as err:
-            if not out_of_memory(err):
-                raise
-            raise DeviceMemoryError(f"the device ran out of memory part-way ({str(err).splitlines()[0][:200]}), "
-                                    f"computing {blocks.layout.per_device} runs per device"
-                                    + (f" {blocks.chunk} at a time" if blocks.chunk else " together")
-                                    + f"; a run's memory grows with {job.grows_with}; or compute fewer runs "
-                                    "together (chunk)") from None
-        finally:
-            if live is not None:
-                live.close()
+    lines = ProgressLines(progress, job.headline, job.log_every or K, U) if progress is not None else None
+    if jax.process_index() == 0:
+        listeners = trackers if isinstance(trackers, Listeners) else Listeners(trackers)
+        shown = [x for x in (live, lines) if x is not None]  # the engine's own, after the trackers
+    else:  # process 0 alone follows the run (Progress prints nothing elsewhere either)
+        listeners, shown = Listeners(), []
+    failed_before = len(listeners.failures)
+    with listeners.including(*shown):
+        listeners.open(run_set(job, seeds, label))  # before the clock starts: a W&B run takes a while to start
+        start = time.perf_counter()
+        keys = run_keys(np.tile(seeds, G), base_seed)
+        run_hparams = {k: np.repeat(v, S) for k, v in grid.items()}
+        with interrupts(enabled=not multihost(devices)) as stop:
+            # a run that a signal can stop computes one update per call (so it stops after the
+            # update under way); the bits do not depend on the cut
+            plan = stages(done, U, 1 if stop.enabled else K, fresh=resume is None)
+            blocks = compile_stages(job, plan, keys, run_hparams, done, devices, chunk, memory, resume)
+            if resume is None:
+                xs, metrics_so_far = blocks.keys, []
+            else:
+                xs, metrics_so_far = put_state(resume.state, blocks.layout), [resume.metrics]
+            compile_seconds = time.perf_counter() - start
+            stop.stoppable = True
+            try:
+                final, metrics = run_segments(job, blocks, plan, xs, done, metrics_so_far, listeners, K, on_segment,
+                                              stop)
+            except jax.errors.JaxRuntimeError as err:
+                if not out_of_memory(err):
+                    raise
+                raise DeviceMemoryError(f"the device ran out of memory part-way ({str(err).splitlines()[0][:200]}), "
+                                        f"computing {blocks.layout.per_device} runs per device"
+                                        + (f" {blocks.chunk} at a time" if blocks.chunk else " together")
+                                        + f"; a run's memory grows with {job.grows_with}; or compute fewer runs "
+                                        "together (chunk)") from None
     metrics = jax.tree_util.tree_map(lambda x: x.reshape(G, S, *x.shape[1:]), metrics)
     states = jax.tree_util.tree_map(lambda x: x.reshape(G, S, *x.shape[1:]), final)
     return JobResult(seeds, grid, metrics, states, time.perf_counter() - start, compile_seconds,
-                     blocks.layout.per_device, blocks.chunk, blocks.memory_bytes, blocks.compile_times)
+                     blocks.layout.per_device, blocks.chunk, blocks.memory_bytes, blocks.compile_times,
+                     listeners.failures[failed_before:])
+
+
+def run_set(job: Job, seeds: np.ndarray, label: str = "") -> RunSet:
+    """The :class:`~socialjax.train.tracking.RunSet` listeners are opened with: the job's
+    runs, named ``label`` (default: the job's environment)."""
+    return RunSet(label or str(job.meta.get("env", "run")), job.hparam_grid(), np.asarray(seeds), job.num_updates,
+                  job.meta)
+
+
+def replay(job: Job, seeds: int | Sequence[int], metrics: dict[str, np.ndarray], extra: dict[str, np.ndarray],
+           listeners: Listeners, label: str = "") -> list[str]:
+    """Stream runs of ``job`` computed earlier (``metrics`` the per-update ones ``(R, U,
+    ...)``, ``extra`` the finish's ``(R, ...)``, runs grid-major) to ``listeners`` as
+    :func:`run_job` did while they trained: opened with their
+    :class:`~socialjax.train.tracking.RunSet`, every update's tracked values (in one
+    call), the summary of their end. Nothing is computed on a device. Returns the lines
+    of the listeners that failed."""
+    failed_before = len(listeners.failures)
+    listeners.open(run_set(job, checked_seeds(seeds), label))
+    listeners.log(0, job.tracked(metrics))
+    summary = job.summarised(extra)
+    if summary:
+        listeners.summary(summary)
+    return listeners.failures[failed_before:]
 
 
 def checked_seeds(seeds: int | Sequence[int]) -> np.ndarray:
@@ -406,14 +450,15 @@ def _stage_programs(job: Job) -> Callable:
 
 
 def run_segments(job: Job, blocks: Blocks, plan: list, xs: list, done: int, metrics_so_far: list,
-                 prog: Progress | None, segment: int, on_segment: Callable[[Snapshot], None] | None,
-                 stop: StopRequest, trackers: Sequence[Tracker] = ()):
+                 listeners: Listeners, segment: int, on_segment: Callable[[Snapshot], None] | None,
+                 stop: StopRequest):
     """Run the stages of ``plan`` one compiled call after another, from the blocks'
     ``xs`` (keys, or the resumed states) with ``done`` updates done and their
     ``metrics_so_far`` (``[(R, done, ...)]``). Each call is dispatched before the one
-    ahead of it is read back, so the devices never wait for the host. A progress line
-    every ``job.log_every`` updates; each call's tracked values to ``trackers``, and the
-    finish's summarised ones; a
+    ahead of it is read back, so the devices never wait for the host. Each call's
+    tracked values to ``listeners`` (the trackers, then the live display or the progress
+    lines, which print every ``job.log_every`` updates), and the finish's summarised
+    ones; a
     :class:`Snapshot` to ``on_segment`` every ``segment`` updates (counted from
     ``done``) but at the end. When ``stop.requested`` (a first Ctrl-C or SIGTERM):
     once the call under way is done, a snapshot of it (to ``on_segment`` too) and
@@ -421,8 +466,6 @@ def run_segments(job: Job, blocks: Blocks, plan: list, xs: list, done: int, metr
     Returns ``(final states, metrics)``, ``(R, ...)``: the per-update metrics
     ``(R, U, ...)`` and the finish's."""
     num_updates, first, at = job.num_updates, done, done
-    every_line = job.log_every or segment
-    next_line = _next_multiple(done, every_line)
     pending = None  # the call dispatched before the last one: (stage, outputs)
     for st in [*plan, None]:
         if st is not None:
@@ -433,20 +476,14 @@ def run_segments(job: Job, blocks: Blocks, plan: list, xs: list, done: int, metr
             (_, updates, finish), done_outs = pending
             if updates:
                 metrics_so_far.append(blocks.host([o[1] for o in done_outs]))
-                line = prog is not None and (done + updates >= next_line or done + updates == num_updates)
-                if line or trackers:
-                    series = job.tracked(metrics_so_far[-1])
-                    for tracker in trackers:
-                        tracker.log(done, series)
+                if listeners:
+                    listeners.log(done, job.tracked(metrics_so_far[-1]))
                 done += updates
-                if line:
-                    prog.show(done - 1, {k: series[k][:, -1] for k in job.headline})
-                    next_line = _next_multiple(done, every_line)
             if finish:
                 final, extra = blocks.host([o[0] for o in done_outs]), blocks.host([o[2] for o in done_outs])
-                summary = job.summarised(extra) if trackers else {}
-                for tracker in trackers if summary else ():
-                    tracker.summary(summary)
+                summary = job.summarised(extra) if listeners else {}
+                if summary:
+                    listeners.summary(summary)
             elif updates and done < num_updates and (stop.requested or (on_segment is not None
                                                                         and (done - first) % segment == 0)):
                 snapshot = Snapshot(done, blocks.host([o[0] for o in done_outs]), _concat(metrics_so_far),
@@ -458,11 +495,6 @@ def run_segments(job: Job, blocks: Blocks, plan: list, xs: list, done: int, metr
                     raise Interrupted(snapshot, done, num_updates)
         pending = None if st is None else (st, outs)
     return final, {**_concat(metrics_so_far), **extra}
-
-
-def _next_multiple(done: int, every: int) -> int:
-    """The first multiple of ``every`` after ``done`` (``every`` 0: never)."""
-    return (done // every + 1) * every if every > 0 else np.iinfo(np.int64).max
 
 
 def _concat(parts: list[dict]) -> dict:

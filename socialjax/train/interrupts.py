@@ -12,6 +12,14 @@ Used by the one engine of every long job (:func:`socialjax.train.engine.run_job`
 population's :func:`socialjax.train.run`, the donor-evolution job). The engine waits for
 the devices in a way a signal breaks at once (:func:`socialjax.train.devices.wait`), so
 a first signal is seen within the update under way and a second one at once.
+
+    with deferred("writing the result") as stop:
+        ...                          # a few seconds that a stop would waste: finished first
+    if stop.requested: ...           # then stop, with the work kept
+
+:func:`deferred` guards a short step whose loss would waste the run (the final result
+written after training): a first signal is noted and the step finishes; a second stops
+at once.
 """
 
 from __future__ import annotations
@@ -60,6 +68,34 @@ def interrupts(enabled: bool):
 
     previous = {s: signal.signal(s, handler) for s in SIGNALS}
     stop.enabled = True
+    try:
+        yield stop
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
+@contextlib.contextmanager
+def deferred(doing: str):
+    """While ``doing`` something short that must not be lost: a first SIGINT or SIGTERM
+    is noted (``stop.requested``, with a line saying it finishes first) and the block
+    goes on; a second raises ``KeyboardInterrupt`` at once. Only in the main thread;
+    elsewhere the signals keep their handlers."""
+    stop = StopRequest()
+    if threading.current_thread() is not threading.main_thread():
+        yield stop
+        return
+
+    def handler(signum, frame):
+        if stop.requested:
+            raise KeyboardInterrupt
+        stop.requested = True
+        stop.signal_name = signal.Signals(signum).name
+        print(f"\n{stop.signal_name}: finishing {doing} first (again to stop at once, losing it)",
+              file=sys.stderr, flush=True)
+
+    previous = {s: signal.signal(s, handler) for s in SIGNALS}
+    stop.enabled = stop.stoppable = True
     try:
         yield stop
     finally:

@@ -1,8 +1,9 @@
 """Progress lines for long compiled loops.
 
 :func:`socialjax.train.run` prints them between segments of the compiled loop, from the
-metrics each segment returns (:meth:`Progress.show`): a program with a host callback
-inside is never written to JAX's persistent compilation cache, so the training loop
+metrics each segment returns (:meth:`Progress.show`, called by :class:`ProgressLines`, a
+listener of the engine like the trackers, see :class:`socialjax.train.tracking.Listeners`):
+a program with a host callback inside is never written to JAX's persistent compilation cache, so the training loop
 itself calls nothing on the host. A loop that must report from inside (one compiled
 call, e.g. the donor game's cultural evolution) calls :meth:`Progress.report` from
 traced code: ``jax.debug.callback`` inside a ``vmap`` fires once per batch element, so a
@@ -83,6 +84,46 @@ class Progress:
         """Call from traced code (inside ``jit``/``vmap``/``scan``): the line is printed
         once all ``num_runs`` runs have reported ``step``."""
         jax.debug.callback(self._on_host, step, values)
+
+
+class ProgressLines:
+    """A :class:`Progress` as a listener of the engine (the shape of a
+    :class:`~socialjax.train.tracking.Tracker`): from each segment's tracked values
+    ``{name: (R, K)}``, the line of the segment's last update (its ``headline`` values,
+    one per run) once ``every`` updates have passed since the last line, and at the last
+    update (``num_updates``); the line :meth:`Progress.show` prints. ``every`` counts from
+    the first segment's start, so a resumed run prints at the same updates."""
+
+    listener_name = "the progress lines"
+
+    def __init__(self, progress: Progress, headline: tuple[str, ...], every: int, num_updates: int):
+        self.progress, self.headline, self.every, self.num_updates = progress, tuple(headline), int(every), num_updates
+        self._next: int | None = None  # the update count of the next line
+
+    def open(self, runs) -> None:
+        self._next = None
+
+    def log(self, update: int, values: dict[str, np.ndarray]) -> None:
+        done = update + (np.shape(next(iter(values.values())))[1] if values else 0)
+        if self._next is None:
+            self._next = _next_multiple(update, self.every)
+        if done > update and (done >= self._next or done == self.num_updates):
+            self.progress.show(done - 1, {k: values[k][:, -1] for k in self.headline})
+            self._next = _next_multiple(done, self.every)
+
+    def summary(self, values: dict[str, np.ndarray]) -> None:
+        """Nothing: the run's summary is printed by its owner."""
+
+    def artifact(self, path) -> None:
+        """Nothing: a line has no files."""
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+def _next_multiple(done: int, every: int) -> int:
+    """The first multiple of ``every`` after ``done`` (``every`` 0: never)."""
+    return (done // every + 1) * every if every > 0 else np.iinfo(np.int64).max
 
 
 def _default_line(step: int, values: dict[str, np.ndarray]) -> str:

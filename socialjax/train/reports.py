@@ -122,6 +122,11 @@ def format_summary(result, *, env_name: str | None = None, env_options: dict | N
         lines.extend(f"  {line}" for line in result.nan_runs)
     else:
         lines.append("non-finite losses: none")
+    failures = getattr(result, "listener_failures", None)  # a result rebuilt from a folder has none
+    if failures:
+        lines.append(f"listeners dropped while the runs trained (the training went on without them): "
+                     f"{len(failures)}")
+        lines.extend(f"  {line}" for line in failures)
     return "\n".join(lines)
 
 

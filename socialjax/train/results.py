@@ -22,7 +22,9 @@
   registered name and options (for :func:`socialjax.make`), the preset name, the
   seeds, the base seed and the wall time;
 - ``checkpoint.msgpack``: ``result.states`` (the trained learners of every run: leaves
-  with leading axes ``(G, S)``), written with ``flax.serialization.to_bytes``;
+  with leading axes ``(G, S)``), each array under its path name
+  (``learners/params/params/Dense_0/kernel``), in the one state format of
+  :mod:`socialjax.train.formats` (a msgpack map, format version 2);
 - ``curves.png``: reward per step of each member and the social metrics per update, the
   mean across seeds with a bootstrap 95% band (:func:`~socialjax.train.reports.plot_curves`);
 - ``summary.txt``: the text that ``save_run`` returns
@@ -30,10 +32,19 @@
 
 ``load_run(dir)`` reads them back into a :class:`LoadedRun`: the config, the
 environment (rebuilt with ``sj.make``), ``train = make_train(env, config)``, the
-metrics, and the states restored onto the structure ``make_train`` gives, bit for bit.
+metrics, and the states restored by name onto the structure ``make_train`` gives, bit
+for bit.
 
-An unfinished run's checkpoint (``out_dir/resume/``, :func:`save_checkpoint`) is read
-back with :func:`load_checkpoint` and :func:`restore_snapshot`. The file names and the
+An unfinished run's checkpoint (``out_dir/resume/``, :func:`save_checkpoint`: the
+snapshot's state and metrics in ``checkpoint.msgpack``, the same format, and
+``run.json``) is read back with :func:`load_checkpoint` and :func:`restore_snapshot`,
+for a population run and a donor-evolution run alike. Restoring matches every array by
+name against the state the run description builds (``jax.eval_shape`` of the job's
+``init``): a missing, extra or mis-shaped array is a
+:class:`~socialjax.train.store.ResultError` naming it. A result or checkpoint written
+by an earlier format version (before 2: the state as numbered leaves) is refused with
+one line: ``OUT/resume was written by socialjax checkpoint format 1; this version reads
+format 2: rerun it or use the socialjax version that wrote it``. The file names and the
 run description are :mod:`socialjax.train.formats`; the summary and the plot
 :mod:`socialjax.train.reports`; :func:`to_frame` / :func:`write_csv` (a folder as one
 long table) :mod:`socialjax.train.tables`, also importable from here.
@@ -47,7 +58,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-import flax.serialization
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -65,25 +75,31 @@ from socialjax.train.formats import (
     RUN_FILE,
     STATE_FILE,
     SUMMARY_FILE,
+    check_version,
     config_from_dict,
     config_to_dict,
     json_default,
+    matched_state,
+    population_spec,
     read_json,
     read_npz,
+    read_spec,
+    read_state,
     rebuild,
     run_meta,
-    saved_env_options,
+    state_bytes,
 )
 from socialjax.train.playback import as_run
 from socialjax.train.population import TrainState, make_train
 from socialjax.train.reports import format_summary, member_names, plot_curves
 from socialjax.train.run import Snapshot
+from socialjax.train.spec import JobSpec
 from socialjax.train.tables import to_frame, write_csv
 
 __all__ = ["CHECKPOINT_FILE", "CONFIG_FILE", "CURVES_FILE", "Checkpoint", "KIND", "LoadedRun", "METRICS_FILE",
            "OUTPUT_FILES", "RUN_FILE", "STATE_FILE", "SUMMARY_FILE", "config_from_dict", "config_to_dict",
            "format_summary", "load_checkpoint", "load_run", "member_names", "plot_curves", "restore_snapshot",
-           "run_meta", "save_checkpoint", "save_run", "to_frame", "write_csv"]
+           "population_spec", "run_meta", "save_checkpoint", "save_run", "to_frame", "write_csv"]
 
 
 # ----------------------------------------------------------------------------- save
@@ -112,7 +128,7 @@ def save_run(
     arrays = {name: np.asarray(v) for name, v in result.metrics.items()}
     arrays.update({f"grid/{k}": np.asarray(v) for k, v in result.grid.items()})
     arrays["seeds"] = np.asarray(result.seeds)
-    meta = run_meta(result.config, env_name, env_options, preset, result.seeds, base_seed)
+    meta = run_meta(population_spec(result.config, env_name, env_options, result.seeds, base_seed, preset))
     meta.update({
         "seconds": float(result.seconds),
         "compile_seconds": float(getattr(result, "compile_seconds", 0.0)),
@@ -129,7 +145,7 @@ def save_run(
     def write(tmp: Path) -> None:
         np.savez(tmp / METRICS_FILE, **arrays)
         (tmp / CONFIG_FILE).write_text(json.dumps(meta, indent=2, default=json_default) + "\n")
-        (tmp / CHECKPOINT_FILE).write_bytes(flax.serialization.to_bytes(result.states))
+        (tmp / CHECKPOINT_FILE).write_bytes(state_bytes(result.states))
         if plot:
             plot_curves(result.metrics, result.grid, result.config, tmp / CURVES_FILE, title=preset or env_name)
         (tmp / SUMMARY_FILE).write_text(text + "\n")
@@ -156,6 +172,7 @@ class LoadedRun:
     metrics: dict[str, np.ndarray]
     states: Any  # TrainState, numpy leaves (G, S, ...)
     meta: dict[str, Any]
+    spec: JobSpec  # the run as one value: env, options, config, seeds, base seed, preset
 
     @property
     def grid_size(self) -> int:
@@ -176,7 +193,9 @@ def load_run(path: str | os.PathLike) -> LoadedRun:
     path = Path(path)
     store.verify(path, kind=KIND)
     meta = read_json(path / CONFIG_FILE)
-    config, env = rebuild(path / CONFIG_FILE, meta)
+    check_version(path, meta, "result")
+    spec = read_spec(path / CONFIG_FILE, meta)
+    config, env = rebuild(path / CONFIG_FILE, spec)
     train = make_train(env, config)
     arrays = read_npz(path / METRICS_FILE)
     if "seeds" not in arrays or not any(k.startswith("grid/") for k in arrays):
@@ -184,43 +203,34 @@ def load_run(path: str | os.PathLike) -> LoadedRun:
     seeds = arrays.pop("seeds")
     grid = {k[len("grid/"):]: arrays.pop(k) for k in list(arrays) if k.startswith("grid/")}
     G, S = len(next(iter(grid.values()))), len(seeds)
-    template = _state_template(train)
-    try:
-        raw = flax.serialization.msgpack_restore((path / CHECKPOINT_FILE).read_bytes())
-        states = flax.serialization.from_state_dict(template, raw)
-    except Exception as err:  # msgpack raises several types for damaged bytes
-        raise store.ResultError(f"{path / CHECKPOINT_FILE} does not hold the learners of its config.json: "
-                                f"{type(err).__name__}: {err}") from None
-    want = jax.tree_util.tree_map(lambda t: (G, S) + tuple(t.shape), template)
-    got = jax.tree_util.tree_map(lambda x: tuple(np.shape(x)), states)
-    if jax.tree_util.tree_structure(states) != jax.tree_util.tree_structure(template) or want != got:
-        raise store.ResultError(f"{path / CHECKPOINT_FILE} does not match the learners of its config.json "
-                                f"({G} grid point(s) x {S} seed(s))")
-    states = jax.tree_util.tree_map(np.asarray, states)
-    return LoadedRun(path, meta.get("preset"), meta["env"], saved_env_options(meta), config, env, train, seeds,
-                     int(meta.get("base_seed", 0)), grid, arrays, states, meta)
+    saved = read_state(path / CHECKPOINT_FILE, "the learners of its config.json")
+    states = matched_state(path / CHECKPOINT_FILE, saved["state"], _state_template(train), (G, S),
+                           f"the learners of its config.json ({G} grid point(s) x {S} seed(s))")
+    return LoadedRun(path, spec.preset, spec.env, dict(spec.env_options), config, env, train, seeds, spec.base_seed,
+                     grid, arrays, states, meta, spec)
 
 
 # ----------------------------------------------------------------------------- checkpoints
-def save_checkpoint(out_dir: str | os.PathLike, snapshot, meta: dict, *, segment: int | None,
+def save_checkpoint(out_dir: str | os.PathLike, snapshot, spec: JobSpec, *, segment: int | None,
                     memory: int | None = None) -> Path:
-    """Write an unfinished run's checkpoint, ``out_dir/resume/`` (``state.npz``: the
-    :class:`~socialjax.train.run.Snapshot`'s state leaves and metrics; ``run.json``:
-    ``meta`` from :func:`run_meta` and the segment bookkeeping: ``segment`` is the run's
-    ``--checkpoint-every``, ``None`` for a run saved only when it was stopped), atomically: the old
-    checkpoint is replaced only once the new one is complete. A result already in
-    ``out_dir`` (an ``--overwrite`` run) stays there, with ``resume/`` beside it, until the
-    new result is complete and replaces both; otherwise ``out_dir`` holds nothing else
-    until the run finishes."""
+    """Write an unfinished run's checkpoint, ``out_dir/resume/`` (``checkpoint.msgpack``:
+    the :class:`~socialjax.train.engine.Snapshot`'s state, every array under its path
+    name, and its metrics, in the format of a finished run's ``checkpoint.msgpack``;
+    ``run.json``: the job's ``spec`` and the format version (:func:`run_meta`) and the
+    segment bookkeeping: ``segment`` is
+    the run's ``--checkpoint-every``, ``None`` for a run saved only when it was stopped),
+    atomically: the old checkpoint is replaced only once the new one is complete. A
+    result already in ``out_dir`` (an ``--overwrite`` run) stays there, with ``resume/``
+    beside it, until the new result is complete and replaces both; otherwise ``out_dir``
+    holds nothing else until the run finishes. Every job of the engine saves through
+    this function."""
     out = Path(out_dir)
-    leaves = jax.tree_util.tree_leaves(snapshot.state)
-    arrays = {f"state/{i:05d}": np.asarray(x) for i, x in enumerate(leaves)}
-    arrays.update({f"metrics/{k}": np.asarray(v) for k, v in snapshot.metrics.items()})
-    info = {**meta, "updates_done": int(snapshot.updates_done), "per_device": int(snapshot.per_device),
-            "chunk": snapshot.chunk, "segment": None if segment is None else int(segment), "memory": memory}
+    info = {**run_meta(spec), "updates_done": int(snapshot.updates_done),
+            "per_device": int(snapshot.per_device), "chunk": snapshot.chunk,
+            "segment": None if segment is None else int(segment), "memory": memory}
 
     def write(folder: Path) -> None:
-        np.savez(folder / STATE_FILE, **arrays)
+        (folder / STATE_FILE).write_bytes(state_bytes(snapshot.state, snapshot.metrics))
         (folder / RUN_FILE).write_text(json.dumps(info, indent=2, default=json_default) + "\n")
 
     if store.folder_state(out) in ("unfinished", "replacing", "result", "foreign"):  # foreign: files put there
@@ -236,21 +246,23 @@ def save_checkpoint(out_dir: str | os.PathLike, snapshot, meta: dict, *, segment
 
 @dataclasses.dataclass
 class Checkpoint:
-    """An unfinished run read back by :func:`load_checkpoint`: ``meta`` (``run.json``;
-    ``meta["job"]`` is ``population`` or ``donor-evolution``), the rebuilt ``config``
-    and ``env`` of a population run (``None`` for donor-evolution), and the arrays (``state`` leaves in order,
-    ``metrics``) for :func:`restore_snapshot`."""
+    """An unfinished run read back by :func:`load_checkpoint`: ``meta`` (``run.json``),
+    its ``spec`` (``spec.kind`` is ``population`` or ``donor-evolution``), the rebuilt ``config``
+    and ``env`` of a population run (``None`` for donor-evolution), and the arrays
+    (``state``: ``{name: array}`` by path name, ``metrics``) for :func:`restore_snapshot`."""
 
     path: Path
     meta: dict
     config: TrainConfig
     env: Any
-    leaves: list
+    state: dict
     metrics: dict
+    spec: JobSpec
 
 
 def load_checkpoint(out_dir: str | os.PathLike) -> Checkpoint:
-    """Read ``out_dir/resume/``, checked against its manifest."""
+    """Read ``out_dir/resume/``, checked against its manifest; a checkpoint of another
+    format version is refused with one line naming both versions."""
     out = Path(out_dir)
     state = store.folder_state(out)
     if state not in ("unfinished", "replacing"):
@@ -261,41 +273,42 @@ def load_checkpoint(out_dir: str | os.PathLike) -> Checkpoint:
     folder = out / store.RESUME_DIR
     store.verify(folder, kind="checkpoint")
     meta = read_json(folder / RUN_FILE)
-    config = env = None  # a donor-evolution run is rebuilt by run_experiment from its settings
-    if meta.get("job", KIND) == KIND:
-        config, env = rebuild(folder / RUN_FILE, meta)
-    arrays = read_npz(folder / STATE_FILE)
-    leaves = [arrays[k] for k in sorted(k for k in arrays if k.startswith("state/"))]
-    metrics = {k[len("metrics/"):]: v for k, v in arrays.items() if k.startswith("metrics/")}
-    return Checkpoint(folder, meta, config, env, leaves, metrics)
+    check_version(folder, meta, "checkpoint")
+    spec = read_spec(folder / RUN_FILE, meta)
+    config = env = None  # a donor-evolution run is rebuilt by run_experiment from its spec
+    if spec.kind == KIND:
+        config, env = rebuild(folder / RUN_FILE, spec)
+    saved = read_state(folder / STATE_FILE, "the state of its run.json")
+    return Checkpoint(folder, meta, config, env, saved["state"], saved["metrics"], spec)
 
 
 def restore_snapshot(checkpoint: Checkpoint, train):
-    """The :class:`~socialjax.train.run.Snapshot` of a checkpoint, its state leaves
-    checked against the run state ``train.init`` makes (``train`` =
-    ``make_train(checkpoint.env, checkpoint.config)``)."""
-    meta = checkpoint.meta
-    if checkpoint.config is None:
-        raise store.ResultError(f"{checkpoint.path} holds a {meta.get('job')} run, not a population run")
-    R = len(meta["seeds"]) * len(next(iter(checkpoint.config.hparam_grid().values())))
-    hp = {k: jnp.float32(v[0]) for k, v in checkpoint.config.hparam_grid().items()}
+    """The :class:`~socialjax.train.engine.Snapshot` of a checkpoint, its state arrays
+    matched by name (and checked for shape and dtype) against the run state
+    ``train.init`` makes: ``train`` is ``make_train(checkpoint.env, checkpoint.config)``
+    for a population run, the job (:class:`~socialjax.train.cultural_evolution.DonorEvolution`)
+    for a donor-evolution run."""
+    meta, job = checkpoint.meta, checkpoint.spec.kind
+    if job != KIND and not hasattr(train, "hparam_grid"):
+        raise store.ResultError(f"{checkpoint.path} holds a {job} run, not a population run")
+    grid = checkpoint.config.hparam_grid() if job == KIND else train.hparam_grid()
+    try:
+        seeds = len(checkpoint.spec.seeds)
+        done = int(meta["updates_done"])
+        per_device, chunk = int(meta["per_device"]), meta["chunk"]
+    except (KeyError, TypeError, ValueError) as err:
+        raise store.ResultError(f"{checkpoint.path / RUN_FILE} does not describe a checkpoint: "
+                                f"{type(err).__name__}: {err}") from None
+    R = seeds * len(next(iter(grid.values())))
+    hp = {k: jnp.asarray(v[0], jnp.float32) for k, v in grid.items()}
     shapes = jax.eval_shape(lambda k: jax.tree_util.tree_map(as_key_data, train.init(k, hp)), jax.random.key(0))
-    want = jax.tree_util.tree_leaves(shapes)
     where = checkpoint.path / STATE_FILE
-    if len(want) != len(checkpoint.leaves):
-        raise store.ResultError(f"{where} holds {len(checkpoint.leaves)} state arrays; the run of its run.json has "
-                                f"{len(want)} (written by another version or job?)")
-    for i, (w, x) in enumerate(zip(want, checkpoint.leaves)):
-        if x.shape != (R, *w.shape) or x.dtype != w.dtype:
-            raise store.ResultError(f"{where}: state array {i} is {x.dtype}{list(x.shape)}, the run of its run.json "
-                                    f"needs {w.dtype}{[R, *w.shape]}")
-    state = jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(shapes), checkpoint.leaves)
-    done = int(meta["updates_done"])
+    state = matched_state(where, checkpoint.state, shapes, (R,), f"the run of its {RUN_FILE}")
     for k, v in checkpoint.metrics.items():
         if v.shape[:2] != (R, done):
             raise store.ResultError(f"{where}: metrics/{k} has shape {list(v.shape)}, "
                                     f"expected {R} runs x {done} updates")
-    return Snapshot(done, state, checkpoint.metrics, int(meta["per_device"]), meta["chunk"])
+    return Snapshot(done, state, checkpoint.metrics, per_device, chunk)
 
 
 def _state_template(train):
@@ -306,6 +319,6 @@ def _state_template(train):
 
     def init():
         learners = jax.vmap(train.learner.init)(jax.random.split(jax.random.key(0), L), hp)
-        return TrainState(learners=learners, halted=jnp.zeros((), bool))
+        return jax.tree_util.tree_map(as_key_data, TrainState(learners=learners, halted=jnp.zeros((), bool)))
 
     return jax.eval_shape(init)

@@ -97,6 +97,15 @@ Arguments of :func:`run` beyond the environment, config and seeds:
   JAX never caches a program that calls the host.
 - ``devices``: where the runs go (default: ``jax.devices()``, which is this process's
   devices unless ``jax.distributed`` joined several processes; see above).
+- ``log``: trackers (:mod:`socialjax.train.tracking`): tracker objects, the names of
+  :data:`~socialjax.train.tracking.TRACKERS` (made under
+  ``<log_dir>/<label>/<date-time>[-n]/<kind>``, a folder of their own, and closed by
+  :func:`run`), or the owner's :class:`~socialjax.train.tracking.Listeners`. The
+  trackers, the progress lines and the live display are the engine's listeners: a
+  listener that fails (a full disk, W&B without a login) is dropped with one line on
+  stderr and the training goes on; :attr:`RunResult.listener_failures` lists them. A
+  tracker object given to two calls writes the second run beside the first (in
+  ``<folder>/2/``), never over it.
 - ``compile_cache``: ``True`` (default) turns JAX's persistent compilation cache on, in
   the folder ``SOCIALJAX_COMPILATION_CACHE`` chooses (``~/.cache/socialjax/jax-cache``
   unless set; ``0`` turns it off), so that a rerun reads its programs from disk instead
@@ -122,12 +131,13 @@ import numpy as np
 
 from socialjax.train.config import TrainConfig
 from socialjax.train.engine import Interrupted, Snapshot, check_counts, checked_seeds, run_job, run_keys
+from socialjax.train.engine import replay as replay_job
 from socialjax.train.formats import config_to_dict
 from socialjax.train.population import make_train
 from socialjax.train.progress import Progress
-from socialjax.train.tracking import Tracker, experiment_name, make_trackers
+from socialjax.train.tracking import Listeners, Tracker, experiment_name, make_trackers
 
-__all__ = ["Interrupted", "PopulationJob", "RunResult", "Snapshot", "run", "run_keys"]
+__all__ = ["Interrupted", "PopulationJob", "RunResult", "Snapshot", "replay", "run", "run_keys"]
 
 
 @dataclasses.dataclass
@@ -144,7 +154,9 @@ class RunResult:
     the seed, config and backend fixes a run's bits; ``memory_bytes``: what the compiled
     per-device program needs (XLA's memory analysis); ``compile_times``: the seconds each
     compiled stage took (``init``, ``N update(s)``, ``finish``; the updates' program one
-    entry per program tried, more than one when the first did not fit the device)."""
+    entry per program tried, more than one when the first did not fit the device);
+    ``listener_failures``: a line per tracker (or progress lines, live display) that
+    failed while the runs trained and was dropped, the training going on without it."""
 
     config: TrainConfig
     env_name: str
@@ -159,6 +171,7 @@ class RunResult:
     chunk: int | None = None
     memory_bytes: int = 0
     compile_times: dict[str, tuple[float, ...]] = dataclasses.field(default_factory=dict)
+    listener_failures: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def num_runs(self) -> int:
@@ -191,7 +204,7 @@ def run(
     on_segment: Callable[[Snapshot], None] | None = None,
     resume: Snapshot | None = None,
     compile_cache: bool | str | os.PathLike = True,
-    log: Sequence[str | Tracker] = (),
+    log: Sequence[str | Tracker] | Listeners = (),
     log_dir: str | os.PathLike = "runs",
 ) -> RunResult:
     """Train ``len(grid) x len(seeds)`` runs in one call: equal blocks of runs, one per
@@ -205,18 +218,35 @@ def run(
     check_counts(chunk=chunk, memory=memory, segment=segment)
     config.validate()
     job = PopulationJob(make_train(env, config, params=params), _env_name(env))
-    named = [x for x in log if isinstance(x, str)]
-    made = make_trackers(named, log_dir, experiment_name(label or job.env_name)) if named else []
+    if isinstance(log, Listeners):  # the owner's: it adds the figures and closes them
+        listeners, made = log, []
+    else:
+        named = [x for x in log if isinstance(x, str)]
+        made = make_trackers(named, log_dir, experiment_name(label or job.env_name)) if named else []
+        listeners = Listeners([*made, *(x for x in log if not isinstance(x, str))])
     try:
         out = run_job(job, seeds, base_seed=base_seed, devices=devices, progress=progress, label=label,
                       chunk=chunk, memory=memory, segment=segment, on_segment=on_segment, resume=resume,
-                      compile_cache=compile_cache, trackers=[*made, *(x for x in log if not isinstance(x, str))])
+                      compile_cache=compile_cache, trackers=listeners)
     finally:
-        for tracker in made:
-            tracker.close()
+        listeners.close(made)
     nan_runs = _nan_runs(out.metrics, out.grid, config, out.seeds)
     return RunResult(config, _env_name(env), out.seeds, out.grid, out.metrics, out.states, nan_runs, out.seconds,
-                     out.compile_seconds, out.per_device, out.chunk, out.memory_bytes, out.compile_times)
+                     out.compile_seconds, out.per_device, out.chunk, out.memory_bytes, out.compile_times,
+                     out.listener_failures)
+
+
+def replay(result: RunResult, env, log: Listeners, label: str = "") -> list[str]:
+    """Stream a finished population run that was not trained in this process (read back
+    from disk) to ``log`` as :func:`run` streamed it while it trained: opened with its
+    runs, every update's tracked values, the evaluation as the summary
+    (:func:`socialjax.train.engine.replay`); ``env`` is the environment it trained on.
+    The finish's metrics are the ``eval/...`` ones (the halting bookkeeping is not
+    tracked). Returns the lines of the listeners that failed."""
+    job = PopulationJob(make_train(env, result.config), _env_name(env))
+    runs = {k: np.reshape(v, (-1, *np.shape(v)[2:])) for k, v in result.metrics.items()}  # (G, S, ...) -> (R, ...)
+    extra = {k: v for k, v in runs.items() if k.startswith("eval/")}
+    return replay_job(job, result.seeds, {k: v for k, v in runs.items() if k not in extra}, extra, log, label)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

@@ -8,10 +8,12 @@ message naming the file, never read as a mix of two runs.
 
 - :func:`check_out_dir` validates an output folder before any work starts (a file
   there, an earlier result without ``overwrite``, an unfinished run, a folder that is
-  not ours, a parent that cannot be written);
+  not ours, a parent that cannot be written, a path that is not valid UTF-8);
 - :func:`claim` holds ``.NAME.lock`` beside the folder while a job runs (a kernel lock,
   released however the process ends), so a second job aiming at the same folder stops
-  at once instead of racing the first;
+  at once instead of racing the first; once it holds the lock it removes what a killed
+  write of that folder left (:func:`leftovers`: ``.NAME.tmp-*``, ``.NAME.old-*``), and
+  nothing else;
 - :func:`write_folder` writes a folder atomically (replacing an earlier result only
   with ``overwrite``); :func:`write_subfolder` does the same for a folder inside one
   (a run's ``resume/`` checkpoint);
@@ -40,6 +42,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
 import socket
 import time
@@ -92,8 +95,10 @@ def check_out_dir(path: str | os.PathLike, *, overwrite: bool = False, resume: b
     Refused: a path that is a file; a folder that holds a result (without ``overwrite``)
     or an unfinished run (without ``overwrite``, unless ``resume``); a non-empty folder
     that is not a socialjax result (never deleted, even with ``overwrite``); a parent
-    that cannot be created or written. A symbolic link is followed (:func:`resolved`):
-    the result goes where it points. Returns the path the job will write."""
+    that cannot be created or written; a path that is not valid UTF-8
+    (:func:`check_text_path`). A symbolic link is followed (:func:`resolved`): the
+    result goes where it points. Returns the path the job will write."""
+    check_text_path(path)
     out = resolved(path)
     if out.exists() and not out.is_dir():
         raise OutputError(f"{out} is a file; the output must be a folder (choose another path)")
@@ -113,6 +118,20 @@ def check_out_dir(path: str | os.PathLike, *, overwrite: bool = False, resume: b
                               "choose another output folder")
     make_writable_folder(out if os.path.ismount(out) else out.parent)
     return out
+
+
+def check_text_path(path: str | os.PathLike) -> None:
+    """Refuse an output path that is not valid UTF-8 (a byte such as ``0xff`` in a name,
+    which Python holds as a surrogate escape, ``'res\\udcff'``): a job writes its path
+    into text files (``summary.txt``, the manifests, the messages), which could not hold
+    it, so it is refused with an :class:`OutputError` before anything runs."""
+    raw = os.fsencode(path)
+    try:
+        raw.decode("utf-8")
+        os.fsdecode(raw).encode("utf-8")
+    except UnicodeError:
+        raise OutputError(f"the path {raw!r} is not valid UTF-8: use a UTF-8 name (a job writes its path into "
+                          "text files, which cannot hold it)") from None
 
 
 def make_writable_folder(folder: Path) -> None:
@@ -138,7 +157,8 @@ def check_writable(folder: Path) -> None:
 def check_out_file(path: str | os.PathLike, *, overwrite: bool = False, suffixes: Iterable[str] = ()) -> Path:
     """Validate an output file before any work starts: not a folder, its folder
     writable (created when missing), not an existing file unless ``overwrite``, and
-    one of ``suffixes`` when given."""
+    one of ``suffixes`` when given, its path valid UTF-8 (:func:`check_text_path`)."""
+    check_text_path(path)
     out = Path(path)
     suffixes = tuple(suffixes)
     if out.is_dir():
@@ -249,14 +269,46 @@ def claim(path: str | os.PathLike):
     aiming at the same folder (a second ``--resume`` of it too) raises
     :class:`OutputError` at once. The lock is the kernel's (``flock``): it goes with the
     process however that ends, so a crash cannot leave it stuck; a lock file left behind
-    is taken over."""
+    is taken over. Once held, the leftovers of a killed write of this folder are removed
+    (:func:`clear_leftovers`): the lock proves no live writer owns them."""
+    check_text_path(path)
     out = resolved(path)
     lock = lock_path(out)
     fd = _take(lock, out)
     try:
+        clear_leftovers(out)
         yield out
     finally:
         _release(lock, fd)
+
+
+def leftovers(path: str | os.PathLike) -> list[Path]:
+    """The temporaries a killed write of the output folder ``path`` left: ``.NAME.tmp-*``
+    and ``.NAME.old-*`` beside it (:func:`write_folder`, :func:`_swap_in`; ``*`` the 8 hex
+    digits they are made with), and inside it ``.socialjax.tmp-*`` (a mount point's
+    temporary) and ``.resume.tmp-*`` / ``.resume.old-*`` (its checkpoint's). Nothing
+    else: another folder's temporaries, a file's (``.NAME.tmp-*.csv``) and the user's files
+    are not leftovers of this folder."""
+    out = Path(path)
+    found = []
+    pattern = re.compile(rf"\.{re.escape(out.name)}\.(tmp|old)-[0-9a-f]{{8}}")
+    if out.parent.is_dir():
+        found += [p for p in out.parent.iterdir() if pattern.fullmatch(p.name)]
+    inside = re.compile(rf"\.socialjax\.tmp-[0-9a-f]{{8}}|\.{RESUME_DIR}\.(tmp|old)-[0-9a-f]{{8}}")
+    if out.is_dir() and not out.is_symlink():
+        found += [p for p in out.iterdir() if inside.fullmatch(p.name)]
+    return sorted(found)
+
+
+def clear_leftovers(path: str | os.PathLike) -> None:
+    """Remove :func:`leftovers` of the output folder ``path``; only while holding its
+    lock (:func:`claim` does), so that no live writer owns them."""
+    for p in leftovers(path):
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                p.unlink()
 
 
 def _take(lock: Path, out: Path) -> int:

@@ -34,7 +34,11 @@ class LiveDisplay:
     (names of the job's tracked values), ``line(step, values)`` the progress line's text
     from each run's headline values at a step, redrawn every ``every`` updates and at the
     last, at most every ``min_seconds``. ``show(html)`` puts the display on screen and
-    returns a function that replaces it (default: IPython's ``display(..., display_id=True)``)."""
+    returns a function that replaces it (default: IPython's ``display(..., display_id=True)``).
+    The engine calls it through its :class:`~socialjax.train.tracking.Listeners`: a
+    display that fails is dropped with one line and the training goes on."""
+
+    listener_name = "the live display"
 
     def __init__(self, headline: tuple[str, ...], line: Callable[[int, dict[str, np.ndarray]], str], every: int,
                  label: str = "", min_seconds: float = 0.5, show: Callable[[str], Callable[[str], None]] | None = None):

@@ -277,3 +277,33 @@ def test_a_stopped_reproduction_keeps_its_finished_runs_and_a_rerun_reuses_them(
     store.verify(out, kind="reproduction")
     for key, values in whole.finals.items():
         np.testing.assert_array_equal(again.finals[key], values, err_msg=str(key))
+
+
+def test_conditions_trained_as_one_grid_are_read_back_on_a_rerun(tmp_path, monkeypatch):
+    """Two conditions that differ only in a hyperparameter train as one grid; stopped in
+    the run after it, the same call again reads the grid back instead of training it
+    (its saved sweep reads back as a tuple, the rerun's is a list: they are the same)."""
+    from socialjax.reproduce import core
+    from socialjax.train import Interrupted, Snapshot
+
+    conditions = tuple(Condition(name, env={"small": "ipd"}, env_options={"small": {"num_rounds": rounds}},
+                                 config={"small": {**TINY_IPD, "lr": lr}})
+                       for name, rounds, lr in (("slow", 5, 1e-3), ("fast", 5, 3e-3), ("long", 10, 1e-3)))
+    entry = dataclasses.replace(two_run_entry(), conditions=conditions)
+    real_run, trained = core.run, []
+
+    def stopped_at_the_lone_run(env, config, **kwargs):
+        trained.append(kwargs["label"])
+        if "," not in kwargs["label"]:
+            raise Interrupted(Snapshot(1, None, {}, 1, None), 1, config.num_updates)
+        return real_run(env, config, **kwargs)
+
+    monkeypatch.setattr(core, "run", stopped_at_the_lone_run)
+    with pytest.raises(core.Stopped):
+        reproduce(entry, "small", out=tmp_path / "rep", progress=False)
+    assert trained == ["slow, fast", "long"]
+    trained.clear()
+    monkeypatch.setattr(core, "run", lambda env, config, **kw: trained.append(kw["label"]) or real_run(env, config,
+                                                                                                          **kw))
+    reproduce(entry, "small", out=tmp_path / "rep", progress=False)
+    assert trained == ["long"]  # the grid was read back

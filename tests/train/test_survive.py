@@ -85,10 +85,10 @@ def test_segments_and_a_resumed_run_give_the_bits_of_an_uncut_run(whole, tmp_pat
     "killed" there (update 4 of 6), then resumed from the files: the metrics and
     trained learners equal the uncut run's, bit for bit on CPU."""
     env = ipd()
-    meta = results.run_meta(CONFIG, "ipd", {"num_rounds": 10}, None, range(SEEDS), 0)
+    spec = results.population_spec(CONFIG, "ipd", {"num_rounds": 10}, range(SEEDS), 0)
 
     def save_then_die(snapshot):
-        results.save_checkpoint(tmp_path / "run", snapshot, meta, segment=SEGMENT)
+        results.save_checkpoint(tmp_path / "run", snapshot, spec, segment=SEGMENT)
         raise RuntimeError(f"killed after update {snapshot.updates_done}")
 
     with pytest.raises(RuntimeError, match="killed after update 4"):
@@ -677,3 +677,38 @@ def test_a_damaged_compilation_cache_is_bypassed_with_one_line(tmp_path):
     assert len(said) == 1 and f"the compilation cache {cache} could not be read (a damaged entry" in said[0], \
         again.stderr
     assert "UserWarning" not in again.stderr
+
+
+_SIGNAL_WHILE_SAVING = """
+import os, signal, sys
+from socialjax import cli
+from socialjax.train import results
+write = results.save_run
+def save_run(*args, **kwargs):  # the signals arrive while the result is written
+    for _ in range(int(sys.argv[1])):
+        os.kill(os.getpid(), signal.SIGINT)
+    return write(*args, **kwargs)
+results.save_run = save_run
+sys.exit(cli.main(sys.argv[2:]))
+"""
+
+
+@pytest.mark.parametrize("signals", [1, 2])
+def test_a_stop_while_the_result_is_written(signals, tmp_path):
+    """Ctrl-C while the trained result is written: a first one lets the writing finish
+    (the result is complete, status 130, a line says so); a second stops at once, the
+    result is not written, and the line names the checkpoint and the ``--resume``
+    command (it said only "stopped at once")."""
+    out = tmp_path / "run"
+    argv = CLI_ARGS + ["--updates", "2", "--checkpoint-every", "1", "--out", str(out)]
+    done = subprocess.run([sys.executable, "-c", _SIGNAL_WHILE_SAVING, str(signals), *argv], cwd=tmp_path,
+                          env={**os.environ, "JAX_PLATFORMS": "cpu"}, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 130, done.stderr[-2000:]
+    if signals == 1:
+        assert "SIGINT: finishing writing the result first" in done.stderr
+        assert f"stopped once the result was written to {out}" in done.stderr
+        results.load_run(out)
+    else:
+        assert "stopped at once while writing the result; it was not written" in done.stderr
+        assert f"in {out}/resume is intact: continue with `socialjax train --resume {out}`" in done.stderr
+        assert store.folder_state(out) == "unfinished"
