@@ -193,7 +193,9 @@ def test_donor_evolution_set_takes_effect(tmp_path):
         bias = data["mean_bias"]
     assert bias.shape == (1, 2, 3) and np.all(bias == bias[..., :1]) and bias[0, 0, 0] != bias[0, 1, 0]
     meta = json.loads((tmp_path / "config.json").read_text())
-    assert meta["evolution"] == {"survival_fraction": 1.0, "mutation_std": 0.0}
+    assert meta["job"] == "donor-evolution" and meta["seeds"] == [0, 1]  # the run's spec (socialjax.train.spec)
+    assert meta["config"] == {"num_generations": 3, "multipliers": [2.0], "survival_fraction": 1.0,
+                              "mutation_std": 0.0}
     assert meta["env_options"]["num_agents"] == 4
 
 

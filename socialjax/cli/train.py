@@ -11,11 +11,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import importlib
 from pathlib import Path
 
 import jax
-import numpy as np
 
 from socialjax.cli.common import (
     add_cache_flag,
@@ -36,14 +34,11 @@ from socialjax.cli.common import (
 from socialjax.core.registry import make
 from socialjax.train import cultural_evolution, population, results, store
 from socialjax.train.cultural_evolution import DonorEvolutionConfig
-from socialjax.train.engine import Interrupted
-from socialjax.train.interrupts import deferred
 from socialjax.train.presets import DONOR_EVOLUTION, PRESETS, get_preset
 from socialjax.train.rewards import make_shaping
+from socialjax.train.runner import Destination, Failed, Stopped, Written, execute, what_is_kept
 from socialjax.train.seating import make_plan
 from socialjax.train.tracking import Listeners
-
-run_module = importlib.import_module("socialjax.train.run")  # the module: the package's `run` is the function
 
 DONOR_DEFAULTS = dict(generations=10, multipliers=(1.5, 2.0, 3.0), schedule="released")
 DONOR_FLAGS = ("generations", "multipliers", "schedule", "punishment")
@@ -204,42 +199,18 @@ def donor_env_options(parser: argparse.ArgumentParser, args: argparse.Namespace)
 
 
 def _run_donor(parser, args, settings: dict, out_dir: str, resume: bool = False) -> int:
-    with claimed(parser, out_dir), tracking(open_trackers(parser, args, "donor-evolution")) as trackers:
+    """Donor evolution (:func:`~socialjax.train.cultural_evolution.run_experiment`, on the
+    one runner), its stops and failures as the command's exit."""
+    with claimed(parser, out_dir), tracking(open_trackers(parser, args, "donor-evolution")) as listeners:
         try:
             cultural_evolution.run_experiment(**settings, out_dir=out_dir, verbose=not args.quiet,
                                               overwrite=args.overwrite, checkpoint_every=args.checkpoint_every,
-                                              resume=resume, log=trackers)
-        except Interrupted as stop:  # the run saved what was done
-            done, total = stop.snapshot.updates_done, settings["num_generations"]
-            parser.exit(130, f"\nstopped after generation {done} of {total}: the state is saved in "
-                             f"{out_dir}/resume; continue with: socialjax train --resume {out_dir}\n")
-        except KeyboardInterrupt:
-            exit_now(130, f"\nstopped at once{_what_is_kept(out_dir)}\n")
-        except (OSError, MemoryError, store.OutputError) as err:
-            line = store.os_error_line(err, "write the results") if isinstance(err, OSError) else str(err)
-            parser.exit(1, f"socialjax train donor-evolution: {line}{_what_is_kept(out_dir)}\n")
+                                              resume=resume, log=listeners)
+        except store.OutputError as err:
+            parser.exit(1, f"socialjax train donor-evolution: {err}{what_is_kept(Path(out_dir))}\n")
+        except (Failed, Stopped) as stop:
+            _exit(parser, args, stop, "socialjax train donor-evolution")
     return 0
-
-
-def _has_checkpoint(out_dir) -> bool:
-    return store.folder_state(Path(out_dir)) in ("unfinished", "replacing")
-
-
-def _what_is_kept(out_dir, last: str = "") -> str:
-    """What a failed run leaves, for the end of its one-line error: its last checkpoint
-    (``last``: which update it holds, when known) and how to continue from it, and an
-    earlier result that stays."""
-    kept = ""
-    if _has_checkpoint(out_dir):
-        kept = (f"; the last checkpoint{f' ({last})' if last else ''} in {out_dir}/resume is "
-                f"intact: continue with `socialjax train --resume {out_dir}`")
-    if store.folder_state(Path(out_dir)) in ("result", "replacing"):
-        kept += f"; the earlier result in {out_dir} is intact"
-    return kept or "; nothing was saved"
-
-
-def _last(saved: dict, config) -> str:
-    return f"update {saved['updates']} of {config.num_updates}" if saved["updates"] else ""
 
 
 def join_processes(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
@@ -325,90 +296,68 @@ def _resume(parser: argparse.ArgumentParser, args: argparse.Namespace):
 
 
 def run_job(parser, args, job: dict, out_dir: str, *, chunk=None, memory=None, resume=None):
-    """Run a population job (fresh or resumed) and save it: the output folder checked
-    and locked first, checkpoints every ``--checkpoint-every`` updates, Ctrl-C handled.
+    """Run a population job (fresh or resumed) through the one runner
+    (:func:`socialjax.train.runner.execute`) and print its summary: the output folder
+    checked and locked first, checkpoints every ``--checkpoint-every`` updates.
     Returns the ``RunResult``."""
     lead = jax.process_index() == 0  # under jax.distributed, process 0 alone prints and writes
     if lead and resume is None:
         check_out_dir(parser, out_dir, args.overwrite)
     config, name = job["config"], job["preset"] or job["env_name"]
-    every = args.checkpoint_every
-    memory_bytes = None if memory is None else int(memory * 2**30)
     spec = results.population_spec(config, job["env_name"], job["env_options"], job["seeds"], job["base_seed"],
                                    job["preset"])
-    saved = {"updates": resume.updates_done if resume is not None else 0}
-
-    def checkpoint(snapshot):  # every process takes the snapshot (a collective); process 0 writes it
-        if lead and snapshot.updates_done > saved["updates"]:
-            results.save_checkpoint(out_dir, snapshot, spec, segment=every, memory=memory_bytes)
-            saved["updates"] = snapshot.updates_done
-
+    dest = Destination(Path(out_dir), args.overwrite, args.checkpoint_every,
+                       None if memory is None else int(memory * 2**30))
     with claimed(parser, out_dir) if lead else contextlib.nullcontext(), \
-            tracking(open_trackers(parser, args, name) if lead else []) as trackers:
+            tracking(open_trackers(parser, args, name) if lead else []) as listeners:
         if not args.quiet and lead:
-            devices = jax.devices()  # of every process
-            processes = f" in {jax.process_count()} processes" if jax.process_count() > 1 else ""
-            grid_size = len(next(iter(config.hparam_grid().values())))
-            sweep = ", ".join(f"{k}=[{', '.join(f'{x:g}' for x in v)}]" for k, v in config.sweep_axes().items())
-            start = f" from update {resume.updates_done}" if resume is not None else ""
-            print(f"{name}: {job['description']}\n"
-                  f"{grid_size} grid point(s){f' ({sweep})' if sweep else ''} x {len(job['seeds'])} seed(s), "
-                  f"{config.num_updates} updates of {config.num_envs} games x {config.rollout_len} steps{start}, on "
-                  f"{len(devices)} {devices[0].platform} device(s){processes}"
-                  f"{f'; a checkpoint every {every} updates in {out_dir}/resume' if every else ''}; compiling...",
-                  flush=True)
-        try:
-            result = run_module.run(job["env"], config, seeds=np.asarray(job["seeds"]), base_seed=job["base_seed"],
-                         progress=not args.quiet, label=name, chunk=chunk, memory=memory_bytes, segment=every,
-                         on_segment=checkpoint if every else None, resume=resume, log=trackers)
-        except (ValueError, TypeError) as err:  # the population against the seats, the batch sizes: before compiling
-            parser.error(f"{name}: {err}")
-        except MemoryError as err:  # after compiling: before anything ran, or part-way (DeviceMemoryError)
-            parser.exit(1, f"socialjax train {name}: {err}{_what_is_kept(out_dir, _last(saved, config))}\n")
-        except OSError as err:  # a checkpoint could not be written (a tracker's failure never comes here)
-            doing = "write the checkpoint" if every else "read or write a file"
-            parser.exit(1, f"socialjax train {name}: {store.os_error_line(err, doing)}"
-                           f"{_what_is_kept(out_dir, _last(saved, config))}\n")
-        except Interrupted as stop:  # a signal: the updates done are saved, with or without --checkpoint-every
-            if not every:
-                try:
-                    checkpoint(stop.snapshot)
-                except OSError as err:
-                    parser.exit(1, f"\nstopped after update {stop.snapshot.updates_done}, but "
-                                   f"{store.os_error_line(err, 'write the checkpoint')}: nothing was saved\n")
-            parser.exit(130, f"\nstopped after update {stop.snapshot.updates_done} of {config.num_updates}: the "
-                             f"training state is saved in {out_dir}/resume; continue with: socialjax train --resume "
-                             f"{out_dir}\n")
-        except KeyboardInterrupt:  # a second signal, or one while compiling
-            if saved["updates"]:
-                exit_now(130, f"\nstopped at once: the last checkpoint (update {saved['updates']} of "
-                              f"{config.num_updates}) is in {out_dir}/resume; continue with: socialjax train "
-                              f"--resume {out_dir}\n")
-            exit_now(130, "\nstopped at once; nothing was saved (no checkpoint yet)\n")
-        if lead:
-            try:
-                with deferred("writing the result") as stop:  # seconds that a stop would waste the training for
-                    text = results.save_run(result, out_dir, env_name=job["env_name"],
-                                            env_options=job["env_options"], preset=job["preset"],
-                                            base_seed=job["base_seed"],
-                                            overwrite=args.overwrite or bool(every) or resume is not None)
-            except KeyboardInterrupt:  # a second signal while writing: the result is not written
-                exit_now(130, f"\nstopped at once while writing the result; it was not written"
-                              f"{_what_is_kept(out_dir, _last(saved, config))}\n")
-            except OSError as err:
-                parser.exit(1, f"socialjax train {name}: trained, but {store.os_error_line(err, 'write the result')}"
-                               f"{_what_is_kept(out_dir, _last(saved, config))}\n")
-            except store.OutputError as err:  # another job wrote the folder while this one ran
-                parser.exit(1, f"socialjax train {name}: trained, but {err}"
-                               f"{_what_is_kept(out_dir, _last(saved, config))}\n")
-            curves = Path(out_dir) / results.CURVES_FILE
-            if curves.exists():
-                trackers.artifact(curves)
-            if not args.quiet:
-                print(text, flush=True)
-            if stop.requested:
-                parser.exit(130, f"{stop.signal_name}: stopped once the result was written to {out_dir}\n")
+            print(_start_line(job, config, dest, resume), flush=True)
+        result, text = _execute(parser, args, spec, dest, listeners, f"socialjax train {name}", resume=resume,
+                                chunk=chunk, lead=lead)
+        if text and not args.quiet:
+            print(text, flush=True)
     return result
+
+
+def _start_line(job: dict, config, dest: Destination, resume) -> str:
+    """What a population run is about to do, printed before it compiles."""
+    devices = jax.devices()  # of every process
+    processes = f" in {jax.process_count()} processes" if jax.process_count() > 1 else ""
+    grid_size = len(next(iter(config.hparam_grid().values())))
+    sweep = ", ".join(f"{k}=[{', '.join(f'{x:g}' for x in v)}]" for k, v in config.sweep_axes().items())
+    start = f" from update {resume.updates_done}" if resume is not None else ""
+    every = dest.checkpoint_every
+    return (f"{job['preset'] or job['env_name']}: {job['description']}\n"
+            f"{grid_size} grid point(s){f' ({sweep})' if sweep else ''} x {len(job['seeds'])} seed(s), "
+            f"{config.num_updates} updates of {config.num_envs} games x {config.rollout_len} steps{start}, on "
+            f"{len(devices)} {devices[0].platform} device(s){processes}"
+            f"{f'; a checkpoint every {every} updates in {dest.out}/resume' if every else ''}; compiling...")
+
+
+def _execute(parser, args, spec, dest: Destination, listeners, command: str, **kwargs):
+    """:func:`~socialjax.train.runner.execute`, its stops and failures as the command's
+    exit: a usage error before compiling, status 1 for a failure, 130 for a stop."""
+    try:
+        return execute(spec, dest, listeners, progress=not args.quiet, **kwargs)
+    except (ValueError, TypeError) as err:  # the population against the seats, the batch sizes: before compiling
+        parser.error(f"{spec.label}: {err}")
+    except (Failed, Stopped) as stop:
+        _exit(parser, args, stop, command)
+
+
+def _exit(parser, args, stop: Failed | Stopped, command: str) -> None:
+    """The runner's stop or failure as the command's exit: status 1 and one line for a
+    failure; 130 for a stop (at once without waiting for XLA's threads or the
+    interpreter's shutdown when it was one; after the summary when the result got written)."""
+    if isinstance(stop, Failed):
+        parser.exit(1, f"{command}: {stop}\n")
+    if isinstance(stop, Written):
+        if not args.quiet:
+            print(stop.text, flush=True)
+        parser.exit(130, f"{stop}\n")
+    if stop.at_once:
+        exit_now(130, f"\n{stop}\n")
+    parser.exit(130, f"\n{stop}\n")
 
 
 @contextlib.contextmanager

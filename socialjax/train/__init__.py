@@ -17,6 +17,9 @@
   (:mod:`.tables`, also importable from :mod:`.results`): a results folder as one long
   table (pandas, or CSV).
 - :mod:`.cultural_evolution`: the donor game's cultural evolution (``donor-evolution``).
+- :class:`~.spec.JobSpec` (:mod:`.spec`): a run as one value (kind, env, config, seeds) that
+  round-trips through JSON; :func:`~.runner.execute` (:mod:`.runner`): the one runner that
+  checkpoints, stops, saves and reports every kind of job (``socialjax train`` uses it).
 """
 
 from socialjax.train.config import TrainConfig

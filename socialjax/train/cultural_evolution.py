@@ -39,6 +39,7 @@ import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import NamedTuple
 
 import jax
@@ -49,8 +50,9 @@ from socialjax.agents import donor_strategies as ds
 from socialjax.core.registry import make
 from socialjax.envs.donor.env import DonorGame, DonorParams
 from socialjax.train import results, store
-from socialjax.train.engine import Interrupted, Snapshot, run_job
+from socialjax.train.engine import run_job
 from socialjax.train.reports import format_donor_summary, plot_donor_curves
+from socialjax.train.runner import Destination, JobKind, execute, register_kind
 from socialjax.train.spec import JobSpec
 from socialjax.train.tracking import Listeners, Tracker
 from socialjax.viz.plots import mean_ci95
@@ -253,6 +255,7 @@ def run_experiment(
 ) -> dict:
     """The README's main job: cultural evolution of parametric donor strategies for
     ``num_seeds`` seeds and each multiplier ``g`` (the paper's ablation), run by the one
+    runner (:func:`socialjax.train.runner.execute`, the spec :func:`donor_spec`) on the
     engine (:func:`socialjax.train.engine.run_job`) as the job :class:`DonorEvolution`:
     its runs are every (multiplier, seed) pair, multiplier-major, run ``(g, s)`` keyed
     ``fold_in(key(seed), s)``; ``evolution`` sets the other :class:`DonorEvolutionConfig`
@@ -271,8 +274,9 @@ def run_experiment(
     :func:`~socialjax.train.results.load_checkpoint` and
     :func:`~socialjax.train.results.restore_snapshot`: arrays by path name, format
     version 2). Ctrl-C or SIGTERM stops the run after the generation under way and
-    saves it there too (also without ``checkpoint_every``), then raises the engine's
-    :class:`~socialjax.train.engine.Interrupted`.
+    saves it there too (also without ``checkpoint_every``), then raises the runner's
+    :class:`~socialjax.train.runner.Stopped` (its message: what is saved, how to resume);
+    a failure to write raises :class:`~socialjax.train.runner.Failed` (one line, what is kept).
     ``resume=True`` continues the unfinished run in ``out_dir`` (its settings must be
     the ones given); the result has the same bits as a run never stopped. ``log``:
     trackers (:mod:`socialjax.train.tracking`) that receive every generation's metrics
@@ -282,19 +286,19 @@ def run_experiment(
     Returns ``{"metrics": {name: (M, S, G) array}, "multipliers": ..., "seconds": ...}``.
     """
     mults = _checked_multipliers(num_seeds, multipliers, checkpoint_every)
-    config = DonorEvolutionConfig(num_generations=num_generations, **evolution)
+    DonorEvolutionConfig(num_generations=num_generations, **evolution)  # checked before anything is compiled
     spec = donor_spec(num_seeds, num_generations, multipliers, seed, env_options, **evolution)
-    checkpoint = None
+    snapshot = None
     if resume:
         checkpoint = results.load_checkpoint(out_dir)
         if not checkpoint.spec.same_settings(spec):
             raise ValueError(f"{out_dir} holds an unfinished run with other settings: {checkpoint.spec.to_json()}")
         checkpoint_every = checkpoint_every or checkpoint.meta.get("segment")
+        snapshot = results.restore_snapshot(checkpoint, _donor_job(spec))
     else:
         store.check_out_dir(out_dir, overwrite=overwrite)
     env = make("donor_game", **(env_options or {}))
     env.default_params.replace(multiplier=mults).validate()  # the grid's values, checked before compiling
-    job = make_donor_evolution(env, config, multipliers=tuple(mults.astype(np.float32)))
     if verbose:
         print(
             f"donor-evolution: {len(mults)} multipliers x {num_seeds} seeds x {num_generations} generations, "
@@ -304,31 +308,46 @@ def run_experiment(
             + "; compiling...",
             flush=True,
         )
-
-    def save(snapshot: Snapshot) -> None:
-        results.save_checkpoint(out_dir, snapshot, spec, segment=checkpoint_every)
-
     listeners = log if isinstance(log, Listeners) else Listeners(log)
-
-    try:
-        out = run_job(job, num_seeds, base_seed=seed, progress=verbose, label="donor-evolution",
-                      segment=checkpoint_every, on_segment=save if checkpoint_every else None,
-                      resume=None if checkpoint is None else results.restore_snapshot(checkpoint, job),
-                      trackers=listeners)
-    except Interrupted as stop:  # stopped by a signal: what is done is saved, with or without checkpoints
-        if not checkpoint_every:
-            save(stop.snapshot)
-        raise
-    mults = job.hparam_grid()["multiplier"]
-    _write(out_dir, out.metrics, mults, {**results.run_meta(spec), "seconds": out.seconds}, num_seeds,
-           overwrite=overwrite or resume or bool(checkpoint_every))
-    plot_path = os.path.join(out_dir, "donor_evolution.png")
-    listeners.artifact(plot_path)
-    result = {"metrics": out.metrics, "multipliers": mults, "seconds": out.seconds, "plot": plot_path,
-              "out_dir": out_dir, "listener_failures": out.listener_failures}
+    result, text = execute(spec, Destination(Path(out_dir), overwrite, checkpoint_every), listeners, resume=snapshot,
+                           progress=verbose)
     if verbose:
-        print(format_donor_summary(result))
+        print(text)
     return result
+
+
+def _donor_job(spec: JobSpec) -> DonorEvolution:
+    """The engine's job of a donor-evolution spec."""
+    settings = donor_settings(spec)
+    env = make(spec.env, **settings["env_options"])
+    mults = np.asarray(settings["multipliers"], np.float64)
+    evolution = {k: v for k, v in settings.items()
+                 if k not in ("num_seeds", "num_generations", "multipliers", "seed", "env_options")}
+    config = DonorEvolutionConfig(num_generations=settings["num_generations"], **evolution)
+    return make_donor_evolution(env, config, multipliers=tuple(mults.astype(np.float32)))
+
+
+def _train_donor(spec: JobSpec, **engine) -> dict:
+    """A donor-evolution spec on the engine: ``{"metrics": {name: (M, S, G)}, "multipliers",
+    "seconds", "listener_failures", "out_dir", "plot"}`` (the last two filled by the writer)."""
+    job = _donor_job(spec)
+    out = run_job(job, spec.seeds, base_seed=spec.base_seed, **engine)
+    return {"metrics": out.metrics, "multipliers": job.hparam_grid()["multiplier"], "seconds": out.seconds,
+            "listener_failures": out.listener_failures}
+
+
+def _write_donor(result: dict, spec: JobSpec, out: Path, overwrite: bool) -> str:
+    """The result folder of a donor-evolution run (:func:`_write`); its summary text."""
+    _write(str(out), result["metrics"], result["multipliers"], {**results.run_meta(spec), "seconds": result["seconds"]},
+           len(spec.seeds), overwrite=overwrite)
+    result.update(out_dir=str(out), plot=os.path.join(out, FIGURE))
+    return format_donor_summary(result)
+
+
+FIGURE = "donor_evolution.png"
+DONOR_EVOLUTION = register_kind(JobKind(
+    name="donor-evolution", unit="generation", num_updates=lambda spec: int(spec.config["num_generations"]),
+    train=_train_donor, write=_write_donor, figure=FIGURE))
 
 
 def donor_spec(num_seeds: int, num_generations: int, multipliers, seed: int = 0, env_options: dict | None = None,
@@ -337,7 +356,8 @@ def donor_spec(num_seeds: int, num_generations: int, multipliers, seed: int = 0,
     the donor game with ``env_options``, the evolution's settings and multipliers as its
     config, seeds ``0 .. num_seeds - 1`` from base seed ``seed``."""
     config = {"num_generations": num_generations, "multipliers": [float(g) for g in multipliers], **evolution}
-    return JobSpec("donor-evolution", "donor_game", dict(env_options or {}), config, tuple(range(num_seeds)), seed)
+    return JobSpec("donor-evolution", "donor_game", dict(env_options or {}), config, tuple(range(num_seeds)), seed,
+                   "donor-evolution")
 
 
 def donor_settings(spec: JobSpec) -> dict:
@@ -383,6 +403,6 @@ def _write(out_dir: str, metrics: dict, mults: np.ndarray, meta: dict, num_seeds
                 fh.write(f"{r[0]},{r[1]},{r[2]},{r[3]:.6g},{r[4]:.6g},{r[5]:.6g}\n")
         with open(os.path.join(folder, "config.json"), "w") as fh:
             json.dump(meta, fh, indent=2)
-        plot_donor_curves(metrics, mults, os.path.join(folder, "donor_evolution.png"), num_seeds)
+        plot_donor_curves(metrics, mults, os.path.join(folder, FIGURE), num_seeds)
 
     store.write_folder(out_dir, write, kind="donor-evolution", overwrite=overwrite)
