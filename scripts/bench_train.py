@@ -199,7 +199,7 @@ def bench_learners(args) -> list[dict]:
     for algo in LEARNER_ALGOS:
         overrides = dict(cleanup_scales.CPU_IPPO, algo=algo, num_updates=args.updates, log_every=0)
         overrides.update(config_overrides(args.overrides))
-        config = TrainConfig().replace(**overrides)
+        config = TrainConfig().replace(**overrides).without_unread(keep=tuple(config_overrides(args.overrides)))
         train = jax.jit(make_train(env, config))
         key = run_keys([0])[0]
         program, comp = compiled(train, key)

@@ -56,17 +56,8 @@ INVALID_RATE = 0.125  # fraction of actions check_env replaces by out-of-range o
 RTOL, ATOL = 2e-3, 1e-5  # floats of two programs that need not agree bit for bit
 
 
-def check_env(
-    env,
-    params=None,
-    *,
-    key: jax.Array | int = 0,
-    num_envs: int = 4,
-    num_steps: int = 100,
-    exact: bool | None = None,
-    alone: bool = True,
-    eager_steps: int = 3,
-) -> Trajectory:
+def check_env(env, params=None, *, key: jax.Array | int = 0, num_envs: int = 4, num_steps: int = 100,
+              exact: bool | None = None, alone: bool = True, eager_steps: int = 3) -> Trajectory:
     """Check ``env`` against the socialjax environment contract (README, "The
     environment contract"); raise ``AssertionError`` naming the rule broken (and, where
     a chex assertion found it, chex's message: which leaf, what differs).
@@ -126,18 +117,12 @@ def check_env(
         again.
     """
     rules = _Rules(getattr(env, "name", type(env).__name__))
-    if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
-        key = jax.random.key(int(key))
-    rules.check(int(num_envs) >= 2, f"check_env needs num_envs >= 2, got {num_envs}")
-    rules.check(int(num_steps) >= 1, f"check_env needs num_steps >= 1, got {num_steps}")
-    rules.check(0 <= int(eager_steps) <= int(num_steps),
-                f"check_env needs 0 <= eager_steps <= num_steps={num_steps}, got {eager_steps}")
+    key = _checked_arguments(rules, key, num_envs, num_steps, eager_steps)
     params = env.default_params if params is None else params
     act_space = env.action_space(params)
     exact = jax.default_backend() == "cpu" if exact is None else exact
 
-    # 1. shapes and dtypes, traced only
-    _check_step_shapes(rules, env, key, params)
+    _check_step_shapes(rules, env, key, params)  # 1. shapes and dtypes, traced only
 
     # 2. the batched rollout, once compiled
     bad_action = _out_of_range(act_space)
@@ -147,12 +132,23 @@ def check_env(
     checked = jax.device_get(run(keys, params))
     _check_trajectory(rules, env, params, checked, bad_action, num_steps)
 
-    # 3. determinism
-    _check_determinism(rules, run, one if alone else None, keys, params, checked, exact)
-
-    # 4. without jit
-    _check_eager(rules, env, params, keys[0], _at(checked[0], 0), num_steps, int(eager_steps))
+    _check_determinism(rules, run, one if alone else None, keys, params, checked, exact)  # 3. determinism
+    _check_eager(rules, env, params, keys[0], _at(checked[0], 0), num_steps, int(eager_steps))  # 4. without jit
     return checked[0]
+
+
+def _checked_arguments(rules: _Rules, key: jax.Array | int, num_envs: int, num_steps: int,
+                       eager_steps: int) -> jax.Array:
+    """``key`` as a key (an int is a seed); check_env's sizes refused as a broken rule
+    where nothing can be checked with them (fewer than 2 envs, no step, more eager steps
+    than steps)."""
+    if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+        key = jax.random.key(int(key))
+    rules.check(int(num_envs) >= 2, f"check_env needs num_envs >= 2, got {num_envs}")
+    rules.check(int(num_steps) >= 1, f"check_env needs num_steps >= 1, got {num_steps}")
+    rules.check(0 <= int(eager_steps) <= int(num_steps),
+                f"check_env needs 0 <= eager_steps <= num_steps={num_steps}, got {eager_steps}")
+    return key
 
 
 class _Rules:

@@ -96,17 +96,20 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     several.add_argument("--num-processes", type=positive_int, default=None, metavar="N",
                          help="number of processes")
     several.add_argument("--process-id", type=int, default=None, metavar="I", help="this process, 0..N-1")
-    donor = train.add_argument_group("donor-evolution only")
+    _add_donor_flags(train.add_argument_group("donor-evolution only"))
+    train.set_defaults(subparser=train)
+    add_cache_flag(train)
+    add_log_flags(train)
+    return train
+
+
+def _add_donor_flags(donor) -> None:
     donor.add_argument("--generations", type=positive_int, default=None, help="generations (default 10)")
     donor.add_argument("--multipliers", type=floats, default=None,
                        help="donation multipliers g to sweep, comma-separated (default 1.5,2,3)")
     donor.add_argument("--schedule", choices=("released", "alternating"), default=None,
                        help="pairing schedule (default: released, the authors' released code)")
     donor.add_argument("--punishment", action="store_true", default=None, help="allow costly punishment")
-    train.set_defaults(subparser=train)
-    add_cache_flag(train)
-    add_log_flags(train)
-    return train
 
 
 def main(args: argparse.Namespace) -> int:

@@ -40,10 +40,11 @@ fines enforce: the nearest the env has to OGW's communication with sanctioning).
 
 The learners. ``socialjax.train``'s learners need a ``Discrete`` action space, and
 monitoring and the vote add action heads (a ``Box`` action), so the arms are learned
-here by independent REINFORCE learners (ours): each player a linear softmax policy on
-its observation (normalised), one softmax per action head, trained on its own reward
-to go (no discount: a vote pays later), with the batch mean as baseline, the advantage
-scaled per player, Adam (lr 0.1). One compiled program covers the five arms: the env
+by independent REINFORCE learners (ours, :mod:`~socialjax.reproduce.commons_learners`):
+each player a linear softmax policy on its observation (normalised), one softmax per
+action head, trained on its own reward to go (no discount: a vote pays later), with the
+batch mean as baseline, the advantage scaled per player, Adam (lr 0.1). One compiled
+program covers the five arms: the env
 built with all three institutions, an arm without one holding it off (fine rate 0,
 monitor flag 0, vote abstain), which by the env's rules is the env without that option
 (tests/reproduce/test_commons_institutions.py checks it). At paper scale the package's
@@ -81,9 +82,18 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 
 from socialjax import make
+from socialjax.reproduce.commons_learners import (
+    ARMS,
+    LEARNING_RATE,
+    SWITCHES,
+    arm_actions,
+    arm_params,
+    institutions_env,
+    learn_institutions,
+    ostrom_benchmarks,
+)
 from socialjax.reproduce.core import (
     FINAL_SHARE,
     Analysis,
@@ -100,6 +110,12 @@ from socialjax.reproduce.core import (
 from socialjax.rollout import infos, scan_steps
 from socialjax.viz.plots import mean_ci95, pyplot
 
+# the arms and their learners are commons_learners' (and importable from here, as they were)
+__all__ = ["ANALYSIS_KEYS", "ARMS", "BATCH", "COMMONS_INSTITUTIONS", "FRACTIONS", "GOVSIM_GAMES", "HETEROGENEITY",
+           "INSTITUTION_MEASURES", "ITERATIONS", "LEARNING_RATE", "PPO_CONFIG", "SWITCHES", "THRESHOLD", "WELL_ABOVE",
+           "arm_actions", "arm_params", "f_half", "govsim_sweep", "institutions_env", "learn_institutions",
+           "ostrom_benchmarks", "plot"]
+
 # ----------------------------------------------------------------------------- GovSim
 FRACTIONS = tuple(round(0.05 * k, 2) for k in range(1, 21))  # the group's fraction of the stock, 0.05 .. 1
 THRESHOLD = 0.5  # GovSim: the remainder doubles, so taking at most half the stock keeps it whole
@@ -108,14 +124,9 @@ HETEROGENEITY = 0.25  # ours: std of the log of each fisher's factor on the grou
 GOVSIM_GAMES = {"small": 256, "cpu": 1024, "paper": 4096}  # games per fraction per seed
 NEAR_ZERO, NEAR_ONE, DROP = 0.05, 0.95, 0.05  # ours: the criterion's tolerances
 
-# ----------------------------------------------------------------------- institutions
-ARMS = ("none", "monitoring", "sanctions", "quota_vote", "sanctions+quota_vote")
-# per arm: (monitoring on, sanctions on, vote on)
-SWITCHES = {"none": (0, 0, 0), "monitoring": (1, 0, 0), "sanctions": (0, 1, 0), "quota_vote": (0, 0, 1),
-            "sanctions+quota_vote": (0, 1, 1)}
+# ------------------------------------------------- institutions (ARMS: commons_learners)
 ITERATIONS = {"small": 120, "cpu": 400, "paper": 1000}  # learner updates
 BATCH = {"small": 16, "cpu": 32, "paper": 32}  # games per update
-LEARNING_RATE = 0.1  # ours (Adam)
 INSTITUTION_MEASURES = ("tokens", "rent_share", "net_share", "fines", "monitoring", "quota")
 
 GOVSIM = ("Piatti et al. 2024, Cooperate or Collapse: Emergence of Sustainable Cooperation in a Society of LLM "
@@ -143,21 +154,6 @@ def _institution_keys() -> tuple[tuple[str, str], ...]:
     keys = [(f"ostrom/{arm}", m) for arm in ARMS for m in INSTITUTION_MEASURES]
     keys += [(f"benchmark/{b}", m) for b in ("nash", "optimum") for m in ("tokens", "rent_share")]
     return tuple(keys)
-
-
-def ostrom_benchmarks(params, num_agents: int) -> dict[str, float]:
-    """The symmetric Nash equilibrium and the optimum of the OGW stage game with
-    ``reward_i = w (e - x_i) + x_i (a - b X)``: a player's marginal payoff ``a - w - b X
-    - b x_i`` vanishes at ``x = (a - w) / (b (N + 1))`` each; the group's rent ``(a - w)
-    X - b X^2`` peaks at ``X* = (a - w) / (2 b)`` with ``(a - w)^2 / (4 b)``. Totals of
-    tokens per round and the rent as a share of the peak."""
-    a, b, w = float(params.pool_a), float(params.pool_b), float(params.market_wage)
-    nash = num_agents * (a - w) / (b * (num_agents + 1))
-    optimum = (a - w) / (2 * b)
-    peak = (a - w) ** 2 / (4 * b)
-    rent = lambda x: ((a - w) * x - b * x * x) / peak  # noqa: E731
-    return {"nash_tokens": nash, "optimum_tokens": optimum, "peak_rent": peak,
-            "nash_rent_share": rent(nash), "optimum_rent_share": 1.0}
 
 
 # ------------------------------------------------------------------ GovSim: the sweep
@@ -203,104 +199,6 @@ def f_half(fractions: np.ndarray, rate: np.ndarray) -> float:
         return float(fractions[0])
     f0, f1, r0, r1 = fractions[k - 1], fractions[k], rate[k - 1], rate[k]
     return float(f0 + (0.5 - r0) * (f1 - f0) / (r1 - r0))
-
-
-# -------------------------------------------------------- institutions: the learners
-def institutions_env():
-    """The Ostrom CPR with all three institutions built in (an arm switches off the ones
-    it lacks)."""
-    return make("commons_ostrom", monitoring=True, sanctions="destroy", quota_vote=True)
-
-
-def arm_params(env, arm: str):
-    """The env params of ``arm``: the fine rate 0 where it has no sanctions."""
-    return env.default_params.replace(fine_rate=env.default_params.fine_rate * SWITCHES[arm][1])
-
-
-def arm_actions(env, actions: jax.Array, arm_on: jax.Array) -> jax.Array:
-    """``(N, 3)`` actions with the heads an arm lacks held at the no-op (monitor flag 0,
-    vote abstain); ``arm_on`` ``(3,)`` bool: level, monitoring, vote."""
-    return jnp.where(arm_on[None, :], actions, jnp.asarray(env.noop_action)[None, :])
-
-
-def _features(env, obs: jax.Array, params) -> jax.Array:
-    """``(N, N + 5)``: a bias and the observation, tokens over the endowment, the step
-    over the episode length."""
-    e = params.endowment.astype(jnp.float32)
-    scale = jnp.full((obs.shape[1],), e).at[env.obs_index["seen"]].set(1.0).at[env.obs_index["step"]].set(
-        float(env.episode_length))
-    return jnp.concatenate([jnp.ones((obs.shape[0], 1)), obs / scale], axis=1)
-
-
-@functools.partial(jax.jit, static_argnames=("iterations", "batch"))
-def learn_institutions(keys: jax.Array, iterations: int, batch: int, lr: float = LEARNING_RATE) -> dict[str, jax.Array]:
-    """Independent REINFORCE learners in every arm of :data:`ARMS`, ``S`` seeds: per
-    iteration ``(S, A, I)`` curves of tokens per round, rent share, net share, fines per
-    round (the group's), monitoring rate and quota in force (means over the batch's
-    games and rounds)."""
-    env = institutions_env()
-    base = env.default_params
-    N, T, L = env.num_agents, env.episode_length, env.num_levels
-    heads = (L, 2, L + 1)  # level, monitor flag, vote
-    starts = np.cumsum((0,) + heads)
-    width = int(starts[-1])
-    bench = ostrom_benchmarks(base, N)
-    opt = optax.adam(lr)
-
-    def act(theta, feat, gumbel):  # (N, F), (N, width) -> (N, 3) actions
-        logits = jnp.einsum("nf,nfa->na", feat, theta) + gumbel
-        return jnp.stack([jnp.argmax(logits[:, starts[h]:starts[h + 1]], axis=1) for h in range(3)], axis=1)
-
-    def episode(theta, on, params, gumbel, key):  # gumbel (T, N, width)
-
-        def policy(g, obs, state):
-            return arm_actions(env, act(theta, _features(env, obs, params), g).astype(jnp.int32), on)
-
-        def per_round(carry, step):
-            info = step.info
-            return carry, (_features(env, step.obs, params), step.actions, step.reward, info["harvest"].sum(),
-                           info["fine"].sum(), info["monitored"].mean(), info["quota"])
-
-        return scan_steps(env, env.reset(key, params), policy, keys=jax.random.split(key, T), inputs=gumbel,
-                          params=params, record=per_round, auto_reset=False).records
-
-    def log_prob(theta, on, feat, a):  # feat (..., N, F), a (..., N, 3) -> (..., N)
-        logits = jnp.einsum("...nf,nfa->...na", feat, theta)
-        total = 0.0
-        for h in range(3):
-            lp = jax.nn.log_softmax(logits[..., starts[h]:starts[h + 1]])
-            total = total + on[h] * jnp.take_along_axis(lp, a[..., h:h + 1], axis=-1)[..., 0]
-        return total
-
-    def run(key, arm):
-        on = jnp.array([True, arm[0] == 1, arm[2] == 1])
-        params = base.replace(fine_rate=base.fine_rate * arm[1])
-
-        def update(carry, key):
-            theta, opt_state = carry
-            k_u, k_env = jax.random.split(key)
-            gumbel = -jnp.log(-jnp.log(jax.random.uniform(k_u, (batch, T, N, width), minval=1e-9, maxval=1.0)))
-            feat, a, r, tokens, fines, monitored, quota = jax.vmap(episode, in_axes=(None, None, None, 0, 0))(
-                theta, on, params, gumbel, jax.random.split(k_env, batch))
-            to_go = jnp.cumsum(r[:, ::-1], axis=1)[:, ::-1]  # (B, T, N)
-            adv = to_go - to_go.mean(axis=0, keepdims=True)
-            adv = adv / (adv.std(axis=(0, 1), keepdims=True) + 1e-6)
-            grad = jax.grad(lambda th: -(log_prob(th, on, feat, a) * adv).mean())(theta)
-            step, opt_state = opt.update(grad, opt_state, theta)
-            theta = optax.apply_updates(theta, step)
-            rent = ((params.pool_a - params.market_wage) * tokens - params.pool_b * tokens ** 2) / bench["peak_rent"]
-            outside = N * params.market_wage * params.endowment  # everyone in the market
-            metrics = {"tokens": tokens.mean(), "rent_share": rent.mean(),
-                       "net_share": (r.sum(axis=-1) - outside).mean() / bench["peak_rent"], "fines": fines.mean(),
-                       "monitoring": monitored.mean(), "quota": quota.mean()}
-            return (theta, opt_state), metrics
-
-        theta = jnp.zeros((N, N + 5, width))
-        _, metrics = jax.lax.scan(update, (theta, opt.init(theta)), jax.random.split(key, iterations))
-        return metrics
-
-    arms = jnp.asarray([SWITCHES[a] for a in ARMS], jnp.float32)
-    return jax.vmap(lambda k: jax.vmap(run, in_axes=(None, 0))(k, arms))(keys)
 
 
 # ------------------------------------------------------------------------ the entry

@@ -85,6 +85,45 @@ def head_of_game(env, state) -> jax.Array:
     return jnp.take_along_axis(state.order, game[:, None], axis=1)[:, 0]
 
 
+def _selecting(obs: jax.Array) -> jax.Array:
+    """``(E,)``: whether each game's step is a select step."""
+    return (obs[:, 0, OBS_PLAY] == 0) & (obs[:, 0, OBS_PUNISH] == 0)
+
+
+def _emptied(obs: jax.Array, select, punish) -> jax.Array:
+    """``(E,)``: whether each game's step belongs to a mechanism that is off (a punish
+    step without punishment, a select step without selection)."""
+    return jnp.where(obs[:, 0, OBS_PUNISH] > 0, ~punish, (obs[:, 0, OBS_PLAY] == 0) & ~select)
+
+
+def _choose(keys: tuple, q: jax.Array, q_select: jax.Array, obs: jax.Array, agent: jax.Array, eps, select,
+            punish) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """A step's ``(E, N)`` states of both tables and actions: epsilon-greedy on the
+    play-and-punish table, on the selection table at a select step when selection is on;
+    a mechanism that is off gives a uniformly random pick at the select step and "no"
+    (0) at a punish step. ``keys``: acting, picking and the uniform draw."""
+    key_act, key_pick, key_random = keys
+    s, s_select = state_index(obs), select_state(obs)  # (E, N) each
+    action = epsilon_greedy(key_act, q[agent, s], eps)
+    pick = epsilon_greedy(key_pick, q_select[agent, s_select], eps)
+    action = jnp.where(_selecting(obs)[:, None] & select, pick, action)
+    uniform = jax.random.randint(key_random, agent.shape, 0, q.shape[-1])
+    action = jnp.where(_emptied(obs, select, punish)[:, None], jnp.where(obs[:, :, OBS_PUNISH] > 0, 0, uniform), action)
+    return s, s_select, action
+
+
+def _play_target(q: jax.Array, agent: jax.Array, obs2: jax.Array, reward: jax.Array, done: jax.Array, select,
+                 punish) -> jax.Array:
+    """``(E, N)`` Q-learning targets of a step: its reward and the discounted value of
+    the next step (``obs2``), that step's best action, or "no" at an emptied punish step;
+    an emptied step is looked through (no discount across it)."""
+    following = q[agent, state_index(obs2)]
+    emptied = _emptied(obs2, select, punish)
+    value = jnp.where(emptied[:, None], following[..., 0], following.max(-1))
+    discount = jnp.where(emptied, 1.0, GAMMA)
+    return reward + jnp.where(done, 0.0, discount)[:, None] * value
+
+
 def tabular_run(env, key: jax.Array, select: jax.Array, punish: jax.Array, games: int,
                 episodes: int) -> dict[str, jax.Array]:
     """One population of independent tabular Q-learners trained online over
@@ -112,36 +151,20 @@ def tabular_run(env, key: jax.Array, select: jax.Array, punish: jax.Array, games
     agent = jnp.broadcast_to(jnp.arange(N)[None, :], (games, N))
     zeros = jnp.zeros((games, N), jnp.int32)
 
-    def emptied(obs):  # (E,) whether this step is one of a mechanism that is off
-        return jnp.where(obs[:, 0, OBS_PUNISH] > 0, ~punish, (obs[:, 0, OBS_PLAY] == 0) & ~select)
-
-    def selecting(obs):  # (E,) whether this is a select step
-        return (obs[:, 0, OBS_PLAY] == 0) & (obs[:, 0, OBS_PUNISH] == 0)
-
     def step(carry, key):
         q, q_select, obs, state, picked, gain, eps = carry
         key_act, key_pick, key_random, key_env = jax.random.split(key, 4)
-        s, s_select = state_index(obs), select_state(obs)  # (E, N) each
-        action = epsilon_greedy(key_act, q[agent, s], eps)
-        pick = epsilon_greedy(key_pick, q_select[agent, s_select], eps)
-        is_select = selecting(obs)[:, None]
-        action = jnp.where(is_select & select, pick, action)
-        # a mechanism that is off: a uniformly random pick at the select step, "no" (0) at a punish step
-        uniform = jax.random.randint(key_random, (games, N), 0, A)
-        action = jnp.where(emptied(obs)[:, None], jnp.where(obs[:, :, OBS_PUNISH] > 0, 0, uniform), action)
+        s, s_select, action = _choose((key_act, key_pick, key_random), q, q_select, obs, agent, eps, select, punish)
+        is_select = _selecting(obs)[:, None]
         picked = jnp.where(is_select[..., None], jnp.stack([s_select, action], -1), picked)  # (E, N, 2)
         head = head_of_game(env, state)
         obs2, state2, reward, done, info = jax.vmap(env.step)(jax.random.split(key_env, games), state, action)
         gain = jnp.where(is_select, 0.0, gain) + jnp.where(agent == head[:, None], reward, 0.0)
-        # the value of the next step: its best action, or "no" at an emptied punish step
-        following = q[agent, state_index(obs2)]
-        value = jnp.where(emptied(obs2)[:, None], following[..., 0], following.max(-1))
-        discount = jnp.where(emptied(obs2), 1.0, GAMMA)  # look through an emptied step
-        target = reward + jnp.where(done, 0.0, discount)[:, None] * value
+        target = _play_target(q, agent, obs2, reward, done, select, punish)
         q = mean_update(q, (agent, s, action), target - q[agent, s, action], jnp.ones((games, N)))
         # a cycle ends: each selector's pick moves towards the mean payoff per round of its game
         where = (agent, picked[..., 0], picked[..., 1])
-        ends = jnp.broadcast_to((selecting(obs2) & select)[:, None], (games, N))
+        ends = jnp.broadcast_to((_selecting(obs2) & select)[:, None], (games, N))
         q_select = mean_update(q_select, where, gain / env.num_rounds - q_select[where], ends)
         events = jnp.stack([info["played"].sum(), info["cooperated"].sum(), info["punished"].sum(),
                             info["unjust_punishments"].sum()]).astype(jnp.float32)

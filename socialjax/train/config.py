@@ -257,6 +257,14 @@ class TrainConfig:
             raise ValueError("; ".join(f"{name}={brief(getattr(self, name))} is not read {why}"
                                        for name, why in unread.items()) + ": leave it at its default")
 
+    def without_unread(self, keep: tuple[str, ...] = ()) -> TrainConfig:
+        """This config with the fields its learner, reward forms and exploration never read
+        (:meth:`unread`) back at their defaults, except those named in ``keep``: what a
+        preset made for one learner becomes when another is asked for (``--set
+        algo=vdn`` on an IPPO preset drops its ``num_minibatches``)."""
+        defaults = {f.name: f.default for f in dataclasses.fields(self)}
+        return self.replace(**{name: defaults[name] for name in self.unread() if name not in keep})
+
     def unread(self) -> dict[str, str]:
         """The fields set away from their defaults that this config's learner, reward forms
         and exploration never read, each with the reason: ``{name: "by algo='ppo'"}``."""

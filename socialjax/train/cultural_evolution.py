@@ -253,38 +253,21 @@ def run_experiment(
     log: Sequence[Tracker] | Listeners = (),
     **evolution,
 ) -> dict:
-    """The README's main job: cultural evolution of parametric donor strategies for
-    ``num_seeds`` seeds and each multiplier ``g`` (the paper's ablation), run by the one
-    runner (:func:`socialjax.train.runner.execute`, the spec :func:`donor_spec`) on the
-    engine (:func:`socialjax.train.engine.run_job`) as the job :class:`DonorEvolution`:
-    its runs are every (multiplier, seed) pair, multiplier-major, run ``(g, s)`` keyed
+    """Cultural evolution of parametric donor strategies for ``num_seeds`` seeds and each
+    multiplier ``g`` (the paper's ablation): the spec :func:`donor_spec` on the one runner
+    (:func:`socialjax.train.runner.execute`) as the job :class:`DonorEvolution`, its runs
+    every (multiplier, seed) pair, multiplier-major, run ``(g, s)`` keyed
     ``fold_in(key(seed), s)``; ``evolution`` sets the other :class:`DonorEvolutionConfig`
-    fields (``survival_fraction``, ``mutation_std``, ``init_weight_scale``).
-
-    Prints a progress line per generation and a per-generation summary (mean and 95% CI
-    across seeds), and writes ``metrics.npz``, ``summary.csv``, ``config.json`` and
-    ``donor_evolution.png`` to ``out_dir``, whole or not at all
-    (:mod:`socialjax.train.store`; an earlier result there is replaced only with
-    ``overwrite=True``, and the folder is checked before anything is compiled).
-
-    ``checkpoint_every=K``: the generations run in segments of ``K``, and after each
-    the engine's :class:`~socialjax.train.engine.Snapshot` (strategies, keys, metrics so
-    far) is saved atomically in ``out_dir/resume/``, in the one checkpoint format of every
-    job (:func:`socialjax.train.results.save_checkpoint`, read back by
-    :func:`~socialjax.train.results.load_checkpoint` and
-    :func:`~socialjax.train.results.restore_snapshot`: arrays by path name, format
-    version 2). Ctrl-C or SIGTERM stops the run after the generation under way and
-    saves it there too (also without ``checkpoint_every``), then raises the runner's
-    :class:`~socialjax.train.runner.Stopped` (its message: what is saved, how to resume);
-    a failure to write raises :class:`~socialjax.train.runner.Failed` (one line, what is kept).
-    ``resume=True`` continues the unfinished run in ``out_dir`` (its settings must be
-    the ones given); the result has the same bits as a run never stopped. ``log``:
-    trackers (:mod:`socialjax.train.tracking`) that receive every generation's metrics
-    per (multiplier, seed) and the figure at the end, through one
-    :class:`~socialjax.train.tracking.Listeners` (one that fails is dropped with a line,
-    the run goes on; ``"listener_failures"`` lists them); their owner closes them.
-    Returns ``{"metrics": {name: (M, S, G) array}, "multipliers": ..., "seconds": ...}``.
-    """
+    fields. Writes ``metrics.npz``, ``summary.csv``, ``config.json`` and
+    ``donor_evolution.png`` to ``out_dir`` (whole or not at all; replaced only with
+    ``overwrite``), printing a line per generation and the summary when ``verbose``.
+    ``checkpoint_every=K`` saves the runs in ``out_dir/resume/`` every ``K`` generations
+    (the one checkpoint format, :func:`socialjax.train.results.save_checkpoint`);
+    ``resume=True`` continues that run (same settings, same bits). A signal stops it
+    after the generation under way, saved, with :class:`~socialjax.train.runner.Stopped`;
+    a failure to write is :class:`~socialjax.train.runner.Failed`. ``log``: trackers,
+    through one :class:`~socialjax.train.tracking.Listeners`. Returns ``{"metrics":
+    {name: (M, S, G)}, "multipliers", "seconds", "listener_failures", "out_dir", "plot"}``."""
     mults = _checked_multipliers(num_seeds, multipliers, checkpoint_every)
     DonorEvolutionConfig(num_generations=num_generations, **evolution)  # checked before anything is compiled
     spec = donor_spec(num_seeds, num_generations, multipliers, seed, env_options, **evolution)
@@ -300,20 +283,21 @@ def run_experiment(
     env = make("donor_game", **(env_options or {}))
     env.default_params.replace(multiplier=mults).validate()  # the grid's values, checked before compiling
     if verbose:
-        print(
-            f"donor-evolution: {len(mults)} multipliers x {num_seeds} seeds x {num_generations} generations, "
-            f"N={env.num_agents} agents, schedule={env.schedule}, trace depth {env.trace_depth} "
-            f"on {jax.devices()[0].platform}"
-            + (f", a checkpoint every {checkpoint_every} generations in {out_dir}/resume" if checkpoint_every else "")
-            + "; compiling...",
-            flush=True,
-        )
+        print(_start_line(env, spec, checkpoint_every, out_dir), flush=True)
     listeners = log if isinstance(log, Listeners) else Listeners(log)
     result, text = execute(spec, Destination(Path(out_dir), overwrite, checkpoint_every), listeners, resume=snapshot,
                            progress=verbose)
     if verbose:
         print(text)
     return result
+
+
+def _start_line(env: DonorGame, spec: JobSpec, checkpoint_every: int | None, out_dir: str) -> str:
+    """What a donor-evolution run is about to do, printed before it compiles."""
+    every = f", a checkpoint every {checkpoint_every} generations in {out_dir}/resume" if checkpoint_every else ""
+    return (f"donor-evolution: {len(spec.config['multipliers'])} multipliers x {len(spec.seeds)} seeds x "
+            f"{spec.config['num_generations']} generations, N={env.num_agents} agents, schedule={env.schedule}, "
+            f"trace depth {env.trace_depth} on {jax.devices()[0].platform}{every}; compiling...")
 
 
 def _donor_job(spec: JobSpec) -> DonorEvolution:

@@ -44,7 +44,6 @@ import dataclasses
 import functools
 import os
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -54,20 +53,12 @@ import numpy as np
 
 from socialjax.train.compilation import enable_cache
 from socialjax.train.devices import (
-    Layout,
-    compile_blocks,
-    device_program,
-    dispatch,
-    hp_device,
     multihost,
-    on_device,
-    place_blocks,
     put_state,
-    take_state,
 )
 from socialjax.train.interrupts import StopRequest, interrupts
-from socialjax.train.memory import compile_fitting
 from socialjax.train.progress import Progress, ProgressLines
+from socialjax.train.stages import INIT, Blocks, compile_stages, stage, stage_name, stages  # noqa: F401 (re-exported)
 from socialjax.train.tracking import Listeners, RunSet, Tracker
 from socialjax.viz.live import LiveDisplay, in_notebook
 
@@ -180,44 +171,21 @@ def run_job(
     trackers: Sequence[Tracker] | Listeners = (),
 ) -> JobResult:
     """Run ``job`` for every (grid point, seed) pair: equal blocks of runs, one per
-    device, each device running the same compiled single-device programs, one update per
-    call where a signal can stop them (the main thread of one process), in calls of
-    ``segment`` updates otherwise (default: ``job.log_every`` with progress lines, all),
-    with a line to ``progress`` (``True``: a :class:`Progress` of ``job.progress_line``,
-    headed ``label``, when ``job.log_every``) every ``job.log_every`` updates (in a
-    Jupyter kernel a :class:`~socialjax.viz.live.LiveDisplay` instead, redrawn every
-    ``job.log_every`` updates, or every tenth of the run when that is 0),
-    every segment's tracked values to each of ``trackers`` (opened here with the runs'
-    :class:`~socialjax.train.tracking.RunSet`, left open for their owner; process 0
-    alone), a :class:`Snapshot` to ``on_segment`` every ``segment`` updates, and from
-    ``resume`` when given. The trackers, the live display and the progress lines are
-    called through one :class:`~socialjax.train.tracking.Listeners` (``trackers`` may be
-    one, the owner's: the engine adds its own display or lines for the run and takes
-    them out at its end), so that a failing one is dropped with a line and the run goes
-    on. The arguments are those of :func:`socialjax.train.run`."""
+    device, each running the same compiled single-device programs; one update per call
+    where a signal can stop them (the main thread of one process), calls of ``segment``
+    updates otherwise (default: ``job.log_every`` with progress lines, else all); every
+    call's values to the listeners (:func:`_listeners`); a :class:`Snapshot` to
+    ``on_segment`` every ``segment`` updates, and from ``resume`` when given. The
+    arguments are those of :func:`socialjax.train.run`."""
     seeds = checked_seeds(seeds)
     check_counts(chunk=chunk, memory=memory, segment=segment)
     grid = job.hparam_grid()
     G, S = len(next(iter(grid.values()))), len(seeds)
     U = job.num_updates
     chunk, done = _resume_point(resume, U, chunk)
-    devices = list(devices) if devices is not None else jax.devices()
-    if not devices:
-        raise ValueError("devices must name at least one device")
-    if compile_cache is not False:
-        enable_cache(None if compile_cache is True else compile_cache)
-    shows = bool(progress) and bool(job.log_every)
-    K = _segment_length(segment, job, shows)
-    # in Jupyter a live display instead of lines: every log_every updates, or every tenth of the run without them
-    live = LiveDisplay(job.headline, job.progress_line, job.log_every or max(U // 10, 1), label) \
-        if progress is True and in_notebook() else None
-    progress = _progress(progress, job, label) if live is None else None
-    lines = ProgressLines(progress, job.headline, job.log_every or K, U) if progress is not None else None
-    if jax.process_index() == 0:
-        listeners = trackers if isinstance(trackers, Listeners) else Listeners(trackers)
-        shown = [x for x in (live, lines) if x is not None]  # the engine's own, after the trackers
-    else:  # process 0 alone follows the run (Progress prints nothing elsewhere either)
-        listeners, shown = Listeners(), []
+    devices = _devices(devices, compile_cache)
+    K = _segment_length(segment, job, bool(progress) and bool(job.log_every))
+    listeners, shown = _listeners(job, trackers, progress, label, K)
     failed_before = len(listeners.failures)
     with listeners.including(*shown):
         listeners.open(run_set(job, seeds, label))  # before the clock starts: a W&B run takes a while to start
@@ -228,11 +196,10 @@ def run_job(
             # a run that a signal can stop computes one update per call (so it stops after the
             # update under way); the bits do not depend on the cut
             plan = stages(done, U, 1 if stop.enabled else K, fresh=resume is None)
-            blocks = compile_stages(job, plan, keys, run_hparams, done, devices, chunk, memory, resume)
-            if resume is None:
-                xs, metrics_so_far = blocks.keys, []
-            else:
-                xs, metrics_so_far = put_state(resume.state, blocks.layout), [resume.metrics]
+            blocks = compile_stages(job, plan, keys, run_hparams, done, devices, chunk, memory,
+                                    None if resume is None else resume.per_device)
+            xs, metrics_so_far = ((blocks.keys, []) if resume is None
+                                  else (put_state(resume.state, blocks.layout), [resume.metrics]))
             compile_seconds = time.perf_counter() - start
             stop.stoppable = True
             try:
@@ -241,16 +208,49 @@ def run_job(
             except jax.errors.JaxRuntimeError as err:
                 if not out_of_memory(err):
                     raise
-                raise DeviceMemoryError(f"the device ran out of memory part-way ({str(err).splitlines()[0][:200]}), "
-                                        f"computing {blocks.layout.per_device} runs per device"
-                                        + (f" {blocks.chunk} at a time" if blocks.chunk else " together")
-                                        + f"; a run's memory grows with {job.grows_with}; or compute fewer runs "
-                                        "together (chunk)") from None
-    metrics = jax.tree_util.tree_map(lambda x: x.reshape(G, S, *x.shape[1:]), metrics)
-    states = jax.tree_util.tree_map(lambda x: x.reshape(G, S, *x.shape[1:]), final)
-    return JobResult(seeds, grid, metrics, states, time.perf_counter() - start, compile_seconds,
+                raise _part_way(err, job, blocks) from None
+    by_point = functools.partial(jax.tree_util.tree_map, lambda x: x.reshape(G, S, *x.shape[1:]))  # (G, S, ...)
+    return JobResult(seeds, grid, by_point(metrics), by_point(final), time.perf_counter() - start, compile_seconds,
                      blocks.layout.per_device, blocks.chunk, blocks.memory_bytes, blocks.compile_times,
                      listeners.failures[failed_before:])
+
+
+def _devices(devices: Sequence[jax.Device] | None, compile_cache: bool | str | os.PathLike) -> list:
+    """The devices the runs go to (default: every device of every process), with the
+    compilation cache turned on as ``compile_cache`` asks."""
+    devices = list(devices) if devices is not None else jax.devices()
+    if not devices:
+        raise ValueError("devices must name at least one device")
+    if compile_cache is not False:
+        enable_cache(None if compile_cache is True else compile_cache)
+    return devices
+
+
+def _listeners(job: Job, trackers, progress: bool | Progress, label: str, segment: int) -> tuple[Listeners, list]:
+    """Who follows the run: the owner's ``trackers`` (a :class:`~socialjax.train.tracking.Listeners`,
+    or trackers wrapped in one: a failing one is dropped with a line and the run goes on),
+    then the engine's own for this run, returned apart (they leave at its end): in a
+    Jupyter kernel a :class:`~socialjax.viz.live.LiveDisplay` (redrawn every
+    ``job.log_every`` updates, or every tenth of the run when that is 0), elsewhere
+    progress lines (``True``: a :class:`Progress` of ``job.progress_line`` headed
+    ``label``, every ``job.log_every`` updates). Process 0 alone follows the run."""
+    if jax.process_index() != 0:
+        return Listeners(), []
+    U = job.num_updates
+    live = LiveDisplay(job.headline, job.progress_line, job.log_every or max(U // 10, 1), label) \
+        if progress is True and in_notebook() else None
+    progress = _progress(progress, job, label) if live is None else None
+    lines = ProgressLines(progress, job.headline, job.log_every or segment, U) if progress is not None else None
+    listeners = trackers if isinstance(trackers, Listeners) else Listeners(trackers)
+    return listeners, [x for x in (live, lines) if x is not None]
+
+
+def _part_way(err: Exception, job: Job, blocks: Blocks) -> DeviceMemoryError:
+    """A failed device allocation while the runs were computed, naming what to reduce."""
+    together = f" {blocks.chunk} at a time" if blocks.chunk else " together"
+    return DeviceMemoryError(f"the device ran out of memory part-way ({str(err).splitlines()[0][:200]}), computing "
+                             f"{blocks.layout.per_device} runs per device{together}; a run's memory grows with "
+                             f"{job.grows_with}; or compute fewer runs together (chunk)")
 
 
 def run_set(job: Job, seeds: np.ndarray, label: str = "") -> RunSet:
@@ -321,132 +321,6 @@ def _segment_length(segment: int | None, job: Job, shows: bool) -> int:
     if segment is not None:
         return min(int(segment), U)
     return min(max(int(job.log_every), 1), U) if shows else U
-
-
-INIT = (True, 0, False)  # the stage that only initialises the runs
-
-
-def stages(done: int, num_updates: int, segment: int, fresh: bool) -> list[tuple[bool, int, bool]]:
-    """The compiled calls of a run as ``(init, updates, finish)`` stages: init (unless
-    resuming), the segments of ``segment`` updates (the last one shorter when
-    ``segment`` does not divide what is left), the finish. Init and finish are always
-    calls of their own: a program that fuses them with the updates compiles faster
-    but gives other bits in the last place, and a run's bits must not depend on how it
-    was cut into segments."""
-    plan = [INIT] if fresh else []
-    at = done
-    while at < num_updates:
-        n = min(segment, num_updates - at)
-        plan.append((False, n, False))
-        at += n
-    return plan + [(False, 0, True)]
-
-
-def stage(job: Job, init: bool, updates: int, finish: bool) -> Callable:
-    """One run's program for a stage: ``(x, hparams, start) -> (x, metrics, extra)``,
-    where ``x`` is the run's key before init and its state after (its finished state
-    after finish); ``metrics`` are the per-update ones of these ``updates``, ``extra``
-    those of the finish."""
-
-    def fn(x, hp, at):
-        state = job.init(x, hp) if init else x
-        metrics, extra = {}, {}
-        if updates:
-            state, metrics = job.updates(state, at, hp, length=updates)
-        if finish:
-            state, extra = job.finish(state, hp)
-        return state, metrics, extra
-
-    return fn
-
-
-@dataclasses.dataclass
-class Blocks:
-    """The compiled stages of a run, one program per device, and the blocks they run on.
-
-    ``programs``: ``{stage: [compiled per block]}`` (a device's blocks share one
-    program); ``layout``: the runs' blocks;
-    ``chunk``: runs computed together within a device (``None``: all at once);
-    ``memory_bytes``: what the largest stage needs per device; ``keys``, ``hparams``:
-    each of this host's blocks' run keys ``(block,)`` and hyperparameters
-    ``{name: (block,)}``, on its device; ``num_runs``: the real runs ``R``;
-    ``compile_times``: the seconds each stage's programs took to compile, by
-    :func:`stage_name` (the stage sized to memory: one entry per program tried)."""
-
-    programs: dict
-    layout: Layout
-    chunk: int | None
-    memory_bytes: int
-    keys: list
-    hparams: list
-    num_runs: int
-    compile_times: dict[str, tuple[float, ...]] = dataclasses.field(default_factory=dict)
-
-    def start(self, st, xs: list, done: int) -> list:
-        """Dispatch stage ``st`` on every block, from the blocks' ``xs`` (keys or states)."""
-        return dispatch(self.programs[st], [(x, hp, np.int32(done)) for x, hp in zip(xs, self.hparams)])
-
-    def host(self, outs: list):
-        """Blocks' outputs on the host, the ``num_runs`` real runs."""
-        return take_state(outs, self.layout, self.num_runs)
-
-
-def stage_name(st) -> str:
-    """A stage's name in reports: ``init``, ``N update(s)``, ``finish``."""
-    init, updates, finish = st
-    return "init" if init else "finish" if finish else f"{updates} update{'s' if updates > 1 else ''}"
-
-
-def compile_stages(job: Job, plan: list, keys: jax.Array, run_hparams: dict[str, np.ndarray], done: int,
-                   devices: Sequence[jax.Device], chunk: int | None, memory: int | None,
-                   resume: Snapshot | None) -> Blocks:
-    """Lay the ``R`` runs (``keys`` ``(R,)``, ``run_hparams`` ``{name: (R,)}``) out over
-    ``devices`` and compile every stage of ``plan`` for every device before any runs
-    (compile time is not run time). The stage with the most updates decides the chunk
-    that fits in memory (:func:`~socialjax.train.memory.compile_fitting`)."""
-    program = _stage_programs(job)
-    sized = max(plan, key=lambda st: st[1])  # the stage whose memory decides the chunk
-
-    def block_args(layout):  # arguments of that stage, for each block (the run states as shapes)
-        inputs = place_blocks(layout, keys[layout.index], {k: v[layout.index] for k, v in run_hparams.items()})
-        if sized[0]:
-            return [(k, hp, np.int32(done)) for k, hp in inputs]
-        init = program(INIT, layout.block)
-        return [(on_device(jax.eval_shape(init, k, hp, np.int32(0))[0], hp_device(hp)), hp, np.int32(done))
-                for k, hp in inputs]
-
-    fitted = compile_fitting(functools.partial(program, sized), job.grows_with, len(keys), devices, chunk, memory,
-                             block_args)
-    layout = fitted.layout
-    if resume is not None and layout.per_device != resume.per_device:
-        warnings.warn(f"the snapshot's runs were computed {resume.per_device} per device, these {layout.per_device}: "
-                      "the resumed runs may differ from uninterrupted ones in the last bits", stacklevel=4)
-    programs = {sized: fitted.compiled}
-    times = {stage_name(sized): fitted.compiles}
-    hps = [hp for _, hp, _ in fitted.args]
-    key_blocks = [k for k, _ in place_blocks(layout, keys[layout.index], {})]
-    init = program(INIT, layout.block)
-    state_shapes = [on_device(jax.eval_shape(init, k, hp, np.int32(0))[0], hp_device(hp))
-                    for k, hp in zip(key_blocks, hps)]
-    for st in plan:
-        if st not in programs:
-            start = time.perf_counter()
-            programs[st] = compile_blocks(program(st, layout.block),
-                                          [(k if st[0] else x, hp, np.int32(0))
-                                           for k, x, hp in zip(key_blocks, state_shapes, hps)])
-            times[stage_name(st)] = (time.perf_counter() - start,)
-    times = {stage_name(st): times[stage_name(st)] for st in plan}  # in the order they run
-    return Blocks(programs, layout, fitted.chunk, fitted.need, key_blocks, hps, len(keys), times)
-
-
-def _stage_programs(job: Job) -> Callable:
-    """``program(stage, block)``: the jitted program of a stage on a block of runs."""
-
-    @functools.cache  # one jitted program per stage and block size, so that each is traced once
-    def program(st, block):
-        return device_program(stage(job, *st), block, shared=1)
-
-    return program
 
 
 def run_segments(job: Job, blocks: Blocks, plan: list, xs: list, done: int, metrics_so_far: list,

@@ -77,12 +77,15 @@ class Preset:
         """The preset's :class:`TrainConfig` with ``overrides`` applied and validated.
 
         Raises ``ValueError`` for a field that does not exist or a value that cannot work,
-        before anything is compiled. Unless the preset or ``overrides`` set
+        before anything is compiled. Settings of the preset that the learner, reward or
+        exploration the overrides choose never reads are left at their defaults. Unless the preset or ``overrides`` set
         ``log_every``, a progress line is printed every ``num_updates // 10`` updates."""
         if self.kind != POPULATION:
             raise ValueError(f"preset {self.name!r} is not a population-training preset (it has no TrainConfig)")
         config = TrainConfig().replace(**dict(self.config))
-        config = config.replace(**overrides)
+        # another learner or reward form asked for: the preset's settings it never reads go back to their
+        # defaults (one given in overrides stays, and is refused by validate)
+        config = config.replace(**overrides).without_unread(keep=tuple(overrides))
         if "log_every" not in overrides and "log_every" not in self.config:
             updates = config.num_updates if isinstance(config.num_updates, int) else 0
             config = config.replace(log_every=max(1, updates // PROGRESS_LINES))

@@ -73,29 +73,8 @@ def format_summary(result, *, env_name: str | None = None, env_options: dict | N
     P = metrics["reward_rate"].shape[3]
     L = metrics["loss"].shape[3] if "loss" in metrics else P - len(config.scripted)
     names = member_names(config, L)
-    E, T = config.num_envs, config.rollout_len
-    N = int(np.asarray(metrics["seat_count"])[0, 0, 0].sum()) // E
-    env_name = env_name or result.env_name
-    opts = ", ".join(f"{k}={v!r}" for k, v in (env_options or {}).items())
-    lines = []
-    head = f"{preset}: " if preset else ""
-    lines.append(f"{head}{env_name}{f' ({opts})' if opts else ''}, {config.algo.upper()}, seating {config.seating}: "
-                 f"{L} learner(s), {len(config.scripted)} scripted member(s), {N} seats per game")
-    env_steps = G * S * U * E * T
-    lines.append(f"{G * S} run(s) = {G} grid point(s) x {S} seed(s); each {U} updates x {E} games x {T} steps")
-    compile_s = float(getattr(result, "compile_seconds", 0.0))
-    run_s = max(result.seconds - compile_s, 1e-9)
-    per_device = getattr(result, "per_device", None)
-    if per_device:
-        chunk = getattr(result, "chunk", None)
-        together = f"computed {chunk} at a time" if chunk else "computed together"
-        lines.append(f"{per_device} run(s) per device, " + together
-                     + (f"; the program needs {getattr(result, 'memory_bytes', 0) / 2**20:,.1f} MiB per device"
-                        if getattr(result, "memory_bytes", 0) else ""))
-    lines.append(f"wall time {result.seconds:.1f} s = compile {compile_s:.1f} s{compile_parts(result)} + run "
-                 f"{run_s:.1f} s; "
-                 f"{env_steps / run_s:,.0f} env-steps/s, {env_steps * N / run_s:,.0f} agent-steps/s over the run "
-                 "(training and evaluation time, training steps counted)")
+    N = int(np.asarray(metrics["seat_count"])[0, 0, 0].sum()) // config.num_envs  # seats per game
+    lines = _run_lines(result, env_name or result.env_name, env_options, preset, L, N)
     k = _window(U)
     sweep = list(config.sweep_axes())
     for g in range(G):
@@ -117,6 +96,42 @@ def format_summary(result, *, env_name: str | None = None, env_options: dict | N
                 social.append(f"{name} {_ci(_last_defined(metrics[name][g]))}")
         lines.append("social metrics, last 10% of updates with finished episodes: " + "; ".join(social))
         lines.extend(_eval_lines(metrics, g, names, L))
+    return "\n".join(lines + _fault_lines(result))
+
+
+def _run_lines(result, env_name: str, env_options: dict | None, preset: str | None, L: int, N: int) -> list[str]:
+    """The summary's head: the game, the learners and the seats (``L`` learners, ``N``
+    seats per game), the runs, how they shared the devices, and the time they took."""
+    config = result.config
+    G, S, U = result.metrics["reward_rate"].shape[:3]
+    E, T = config.num_envs, config.rollout_len
+    opts = ", ".join(f"{k}={v!r}" for k, v in (env_options or {}).items())
+    lines = []
+    head = f"{preset}: " if preset else ""
+    lines.append(f"{head}{env_name}{f' ({opts})' if opts else ''}, {config.algo.upper()}, seating {config.seating}: "
+                 f"{L} learner(s), {len(config.scripted)} scripted member(s), {N} seats per game")
+    env_steps = G * S * U * E * T
+    lines.append(f"{G * S} run(s) = {G} grid point(s) x {S} seed(s); each {U} updates x {E} games x {T} steps")
+    compile_s = float(getattr(result, "compile_seconds", 0.0))
+    run_s = max(result.seconds - compile_s, 1e-9)
+    per_device = getattr(result, "per_device", None)
+    if per_device:
+        chunk = getattr(result, "chunk", None)
+        together = f"computed {chunk} at a time" if chunk else "computed together"
+        lines.append(f"{per_device} run(s) per device, " + together
+                     + (f"; the program needs {getattr(result, 'memory_bytes', 0) / 2**20:,.1f} MiB per device"
+                        if getattr(result, "memory_bytes", 0) else ""))
+    lines.append(f"wall time {result.seconds:.1f} s = compile {compile_s:.1f} s{compile_parts(result)} + run "
+                 f"{run_s:.1f} s; "
+                 f"{env_steps / run_s:,.0f} env-steps/s, {env_steps * N / run_s:,.0f} agent-steps/s over the run "
+                 "(training and evaluation time, training steps counted)")
+    return lines
+
+
+def _fault_lines(result) -> list[str]:
+    """The summary's tail: the runs whose losses went non-finite, and the listeners
+    dropped while they trained."""
+    lines = []
     if result.nan_runs:
         lines.append(f"non-finite losses in {len(result.nan_runs)} run(s):")
         lines.extend(f"  {line}" for line in result.nan_runs)
@@ -127,7 +142,7 @@ def format_summary(result, *, env_name: str | None = None, env_options: dict | N
         lines.append(f"listeners dropped while the runs trained (the training went on without them): "
                      f"{len(failures)}")
         lines.extend(f"  {line}" for line in failures)
-    return "\n".join(lines)
+    return lines
 
 
 def _eval_lines(metrics, g: int, names: list[str], L: int) -> list[str]:

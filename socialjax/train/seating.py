@@ -145,36 +145,18 @@ def make_plan(config: TrainConfig, num_seats: int) -> SeatPlan:
                          "holds (its seating is built on the host): use fewer games per run and more seeds")
     mode = config.seating
     L = config.num_learners
-
-    def fixed(assign_row: np.ndarray, L: int) -> SeatPlan:
-        """``assign_row``: the seats of ``k`` games (``k * N`` members), repeated over the ``E`` games."""
-        games = np.asarray(assign_row, np.int64).reshape(-1, N)
-        if E % len(games):
-            raise ValueError(f"seats give {len(games)} games' seats; num_envs={E} must be a multiple of {len(games)}")
-        assign = np.tile(games, (E // len(games), 1))
-        counts = np.bincount(assign.ravel(), minlength=L + S)
-        if np.any(counts[:L] == 0):
-            missing = np.flatnonzero(counts[:L] == 0).tolist()
-            raise ValueError(f"learners {missing} hold no seat in seating {tuple(assign_row)}")
-        if len(set(counts[:L].tolist())) != 1:
-            raise ValueError(
-                f"every learner must hold the same number of seats; seating {tuple(assign_row)} gives "
-                f"{counts[:L].tolist()}"
-            )
-        return SeatPlan(E, N, L, S, int(counts[0]), False, assign.astype(np.int32))
-
     if mode == "independent":
         if L not in (None, N):
             raise ValueError(f"independent seating needs num_learners = num_agents = {N}, got {L}")
         if S:
             raise ValueError("independent seating has no seats for scripted members; use seating='fixed' or 'random'")
-        return fixed(np.arange(N), N)
+        return _fixed_plan(np.arange(N), E, N, N, S)
     if mode == "shared":
         if L not in (None, 1):
             raise ValueError(f"shared seating has one learner, got num_learners={L}")
         if S:
             raise ValueError("shared seating has no seats for scripted members; use seating='fixed' or 'random'")
-        return fixed(np.zeros(N, np.int64), 1)
+        return _fixed_plan(np.zeros(N, np.int64), E, N, 1, S)
     if mode == "grouped":
         groups = config.groups
         if groups is None or len(groups) != N:
@@ -187,7 +169,7 @@ def make_plan(config: TrainConfig, num_seats: int) -> SeatPlan:
             raise ValueError(f"groups define {G} learners, but num_learners={L}")
         if S:
             raise ValueError("grouped seating has no seats for scripted members; use seating='fixed' or 'random'")
-        return fixed(g, G)
+        return _fixed_plan(g, E, N, G, S)
     if mode == "fixed":
         seats = config.seats
         if seats is None or not seats or len(seats) % N:
@@ -199,9 +181,34 @@ def make_plan(config: TrainConfig, num_seats: int) -> SeatPlan:
             raise ValueError(f"seats {seats} with {S} scripted members leave no learner")
         if s.min() < 0 or s.max() >= L + S:
             raise ValueError(f"seats refer to members 0..{L + S - 1} ({L} learners, {S} scripted), got {seats}")
-        return fixed(s, L)
-    # random seating
-    L = N if L is None else L
+        return _fixed_plan(s, E, N, L, S)
+    return _random_plan(config, E, N, N if L is None else L, S)
+
+
+def _fixed_plan(assign_row: np.ndarray, E: int, N: int, L: int, S: int) -> SeatPlan:
+    """A fixed seating's plan: ``assign_row``, the seats of ``k`` games (``k * N``
+    members), repeated over the ``E`` games; every one of the ``L`` learners holds a
+    seat, each as many as the others."""
+    games = np.asarray(assign_row, np.int64).reshape(-1, N)
+    if E % len(games):
+        raise ValueError(f"seats give {len(games)} games' seats; num_envs={E} must be a multiple of {len(games)}")
+    assign = np.tile(games, (E // len(games), 1))
+    counts = np.bincount(assign.ravel(), minlength=L + S)
+    if np.any(counts[:L] == 0):
+        missing = np.flatnonzero(counts[:L] == 0).tolist()
+        raise ValueError(f"learners {missing} hold no seat in seating {tuple(assign_row)}")
+    if len(set(counts[:L].tolist())) != 1:
+        raise ValueError(
+            f"every learner must hold the same number of seats; seating {tuple(assign_row)} gives "
+            f"{counts[:L].tolist()}"
+        )
+    return SeatPlan(E, N, L, S, int(counts[0]), False, assign.astype(np.int32))
+
+
+def _random_plan(config: TrainConfig, E: int, N: int, L: int, S: int) -> SeatPlan:
+    """A random seating's plan: the ``E * N`` seats, the learners' share
+    (``learner_fraction``) divided evenly among the ``L`` learners, the rest left to
+    the ``S`` scripted members."""
     if L < 1:
         raise ValueError(f"num_learners must be >= 1, got {L}")
     frac = config.learner_fraction if config.learner_fraction is not None else (1.0 if S == 0 else L / (L + S))

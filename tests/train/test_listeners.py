@@ -23,7 +23,7 @@ from socialjax import cli
 from socialjax.core.registry import make
 from socialjax.reproduce import core
 from socialjax.reproduce.core import Analysis, Condition, Entry, Measure, reproduce, sign_verdict
-from socialjax.train import Interrupted, Snapshot, TrainConfig, tracking
+from socialjax.train import Interrupted, Snapshot, TrainConfig, trackers
 from socialjax.train import run as run_fn
 from socialjax.train.tracking import (
     WANDB_INIT_TIMEOUT,
@@ -87,7 +87,7 @@ def full_disk(monkeypatch):
     def fake_open(path, *args, **kwargs):
         return FullDisk(3) if Path(path).name == "metrics.csv" else real(path, *args, **kwargs)
 
-    monkeypatch.setattr(tracking, "open", fake_open, raising=False)
+    monkeypatch.setattr(trackers, "open", fake_open, raising=False)  # the module CsvLog opens its files in
 
 
 def csv_rows(path: Path) -> list[dict]:

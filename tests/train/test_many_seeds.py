@@ -40,7 +40,7 @@ GROUPED = re.compile(r"(feature|batch)_group_count=(\d+)")
 def lowered_stages(conv: str, seeds: int, algo: str = "ppo") -> dict[str, str]:
     """Each stage's program of ``seeds`` runs as the engine builds it, lowered to HLO text."""
     env = sj.make("harvest_open", num_agents=3, episode="fixed", episode_length=50)
-    config = sj.train.TrainConfig(**HARVEST, conv=conv, algo=algo)
+    config = sj.train.TrainConfig(**HARVEST, conv=conv, algo=algo).without_unread()
     job = PopulationJob(make_train(env, config))
     hparams = {k: np.repeat(v, seeds) for k, v in job.hparam_grid().items()}
     keys = run_keys(np.arange(seeds))

@@ -83,3 +83,19 @@ def test_a_hyperparameter_the_learner_never_reads_is_an_error(changes, field, ru
     TrainConfig(algo="dqn", n_step=5, exploration="boltzmann", temperature=(0.5, 2.0)).validate()
     TrainConfig(reward=("inequity_aversion", "svo"), ia_alpha=2.0, svo_angle=30.0).validate()
     TrainConfig(algo="ppo", clip_eps=0.1, num_minibatches=8).validate()
+
+
+def test_a_preset_run_with_another_learner_drops_the_settings_it_never_reads():
+    """``socialjax train harvest-ippo-small --set algo=vdn``: the preset's PPO sizes
+    (2 epochs, 2 minibatches) go back to their defaults instead of refusing the run; the
+    same setting given by the user is still refused."""
+    from socialjax.train.presets import get_preset
+
+    preset = get_preset("harvest-ippo-small")
+    assert (preset.make_config().update_epochs, preset.make_config().num_minibatches) == (2, 2)
+    vdn = preset.make_config(algo="vdn", seating="shared")
+    defaults = TrainConfig()
+    assert (vdn.update_epochs, vdn.num_minibatches) == (defaults.update_epochs, defaults.num_minibatches)
+    assert vdn.without_unread() == vdn
+    with pytest.raises(ValueError, match="num_minibatches=2 is not read by algo='vdn'"):
+        preset.make_config(algo="vdn", seating="shared", num_minibatches=2)
