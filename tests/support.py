@@ -24,7 +24,9 @@ import jax
 import numpy as np
 import pytest
 
+from socialjax.reproduce.core import Condition, Entry, Measure, sign_verdict
 from socialjax.testing import ATOL, RTOL, assert_trees_same
+from socialjax.train import Interrupted, Snapshot
 
 BACKEND = jax.default_backend()
 ON_CPU = BACKEND == "cpu"
@@ -96,3 +98,32 @@ def play(step, state, schedule, params):
         rewards.append(np.asarray(reward))
         infos.append(jax.device_get(info))
     return states, rewards, infos
+
+
+# a reproduction of two tiny IPD conditions (tests/reproduce/test_machinery.py, tests/train/test_listeners.py)
+TINY_IPD = {"num_envs": 2, "rollout_len": 5, "num_updates": 2, "hidden": 8, "update_epochs": 1,
+            "num_minibatches": 1, "evaluate": False, "seating": "fixed", "seats": (0, 1), "scripted": ("tft",)}
+
+
+def two_run_entry():
+    """A reproduction entry of two conditions that train as two runs (their games differ
+    in length)."""
+    conditions = tuple(Condition(name, env={"small": "ipd"}, env_options={"small": {"num_rounds": rounds}},
+                                 config={"small": TINY_IPD}) for name, rounds in (("short", 5), ("long", 10)))
+    return Entry(name="toy-ipd", title="two runs", citation="nobody", conditions=conditions,
+                 measures=(Measure("reward", "reward_rate", "reward per step"),), references=(),
+                 criterion=lambda f: sign_verdict(f[("long", "reward")] + 10.0, "reward"),
+                 criterion_text="any", seeds={"small": 2})
+
+
+def run_stopped_at(real_run, trained: list, at: int):
+    """A stand-in for the reproductions' ``run`` that records each run's label in
+    ``trained`` and stops the ``at``-th as Ctrl-C does (the engine's ``Interrupted``)."""
+
+    def run(env, config, **kwargs):
+        trained.append(kwargs["label"])
+        if len(trained) == at:
+            raise Interrupted(Snapshot(1, None, {}, 1, None), 1, config.num_updates)
+        return real_run(env, config, **kwargs)
+
+    return run

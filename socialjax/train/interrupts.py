@@ -58,21 +58,9 @@ def interrupts(enabled: bool):
         yield stop
         return
 
-    def handler(signum, frame):
-        if stop.requested or not stop.stoppable:
-            raise KeyboardInterrupt
-        stop.requested = True
-        stop.signal_name = signal.Signals(signum).name
-        print(f"\n{stop.signal_name}: stopping after the update under way (again to stop at once, losing it)",
-              file=sys.stderr, flush=True)
-
-    previous = {s: signal.signal(s, handler) for s in SIGNALS}
     stop.enabled = True
-    try:
+    with _handling(stop, "stopping after the update under way"):
         yield stop
-    finally:
-        for s, h in previous.items():
-            signal.signal(s, h)
 
 
 @contextlib.contextmanager
@@ -86,18 +74,28 @@ def deferred(doing: str):
         yield stop
         return
 
+    stop.enabled = stop.stoppable = True
+    with _handling(stop, f"finishing {doing} first"):
+        yield stop
+
+
+@contextlib.contextmanager
+def _handling(stop: StopRequest, what: str):
+    """SIGINT and SIGTERM noted in ``stop`` for the duration: the first one while
+    ``stop.stoppable`` sets ``stop.requested`` and says ``what`` happens now; a second,
+    or one before ``stoppable``, raises ``KeyboardInterrupt``. The handlers before are
+    put back at the end."""
+
     def handler(signum, frame):
-        if stop.requested:
+        if stop.requested or not stop.stoppable:
             raise KeyboardInterrupt
         stop.requested = True
         stop.signal_name = signal.Signals(signum).name
-        print(f"\n{stop.signal_name}: finishing {doing} first (again to stop at once, losing it)",
-              file=sys.stderr, flush=True)
+        print(f"\n{stop.signal_name}: {what} (again to stop at once, losing it)", file=sys.stderr, flush=True)
 
     previous = {s: signal.signal(s, handler) for s in SIGNALS}
-    stop.enabled = stop.stoppable = True
     try:
-        yield stop
+        yield
     finally:
         for s, h in previous.items():
             signal.signal(s, h)

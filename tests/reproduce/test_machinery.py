@@ -6,6 +6,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+from support import TINY_IPD, run_stopped_at, two_run_entry
 
 import socialjax as sj
 from socialjax import cli
@@ -14,7 +15,6 @@ from socialjax.reproduce.core import (
     Analysis,
     Condition,
     Entry,
-    Measure,
     Reference,
     combined_verdict,
     final_values,
@@ -231,38 +231,17 @@ def test_an_entry_of_analysis_alone_trains_nothing_and_writes_its_folder(tmp_pat
 
 
 # ---------------------------------------------------------------------- a stopped reproduction
-TINY_IPD = {"num_envs": 2, "rollout_len": 5, "num_updates": 2, "hidden": 8, "update_epochs": 1,
-            "num_minibatches": 1, "evaluate": False, "seating": "fixed", "seats": (0, 1), "scripted": ("tft",)}
-
-
-def two_run_entry():
-    """Two conditions that train as two runs (their games differ in length)."""
-    conditions = tuple(Condition(name, env={"small": "ipd"}, env_options={"small": {"num_rounds": rounds}},
-                                 config={"small": TINY_IPD}) for name, rounds in (("short", 5), ("long", 10)))
-    return Entry(name="toy-ipd", title="two runs", citation="nobody", conditions=conditions,
-                 measures=(Measure("reward", "reward_rate", "reward per step"),), references=(),
-                 criterion=lambda f: sign_verdict(f[("long", "reward")] + 10.0, "reward"),
-                 criterion_text="any", seeds={"small": 2})
-
-
 def test_a_stopped_reproduction_keeps_its_finished_runs_and_a_rerun_reuses_them(tmp_path, monkeypatch):
     """Stopped (Ctrl-C) during its second run, a reproduction leaves its first run saved
     and the folder an unfinished run; the same call again trains only the second run and
     gives the result of a reproduction never stopped. Other settings are refused there."""
     from socialjax.reproduce import core
-    from socialjax.train import Interrupted, Snapshot
 
     entry, out = two_run_entry(), tmp_path / "rep"
     whole = reproduce(entry, "small", out=tmp_path / "whole", progress=False)
     real_run, trained = core.run, []
 
-    def stopped_at_the_second(env, config, **kwargs):
-        trained.append(kwargs["label"])
-        if len(trained) == 2:
-            raise Interrupted(Snapshot(1, None, {}, 1, None), 1, config.num_updates)
-        return real_run(env, config, **kwargs)
-
-    monkeypatch.setattr(core, "run", stopped_at_the_second)
+    monkeypatch.setattr(core, "run", run_stopped_at(real_run, trained, 2))
     with pytest.raises(core.Stopped, match=r"stopped during long \(update 1 of 2.*the 1 run\(s\) finished are kept in"):
         reproduce(entry, "small", out=out, progress=False)
     assert store.folder_state(out) == "unfinished"

@@ -18,12 +18,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from support import run_stopped_at, two_run_entry
 
 from socialjax import cli
 from socialjax.core.registry import make
 from socialjax.reproduce import core
-from socialjax.reproduce.core import Analysis, Condition, Entry, Measure, reproduce, sign_verdict
-from socialjax.train import Interrupted, Snapshot, TrainConfig, trackers
+from socialjax.reproduce.core import Analysis, Entry, reproduce
+from socialjax.train import TrainConfig, trackers
 from socialjax.train import run as run_fn
 from socialjax.train.tracking import (
     WANDB_INIT_TIMEOUT,
@@ -189,20 +190,6 @@ def test_a_tracker_object_given_to_two_runs_keeps_both_records(tmp_path):
 
 
 # ---------------------------------------------------- 4. reproduce --log after a stop
-TINY_IPD = {"num_envs": 2, "rollout_len": 5, "num_updates": 2, "hidden": 8, "update_epochs": 1,
-            "num_minibatches": 1, "evaluate": False, "seating": "fixed", "seats": (0, 1), "scripted": ("tft",)}
-
-
-def two_run_entry() -> Entry:
-    """Two conditions that train as two runs (their games differ in length)."""
-    conditions = tuple(Condition(name, env={"small": "ipd"}, env_options={"small": {"num_rounds": rounds}},
-                                 config={"small": TINY_IPD}) for name, rounds in (("short", 5), ("long", 10)))
-    return Entry(name="toy-ipd", title="two runs", citation="nobody", conditions=conditions,
-                 measures=(Measure("reward", "reward_rate", "reward per step"),), references=(),
-                 criterion=lambda f: sign_verdict(f[("long", "reward")] + 10.0, "reward"),
-                 criterion_text="any", seeds={"small": 2})
-
-
 def test_reproduce_logs_every_run_after_a_stopped_try(tmp_path, monkeypatch):
     """Stopped during its second run, then run again with ``--log csv``: the rerun
     finishes (it used to die with ``CsvLog is not open`` adding the figure to the run it
@@ -211,14 +198,8 @@ def test_reproduce_logs_every_run_after_a_stopped_try(tmp_path, monkeypatch):
     entry, out, log_dir = two_run_entry(), tmp_path / "rep", tmp_path / "runs"
     real_run, trained = core.run, []
 
-    def stopped_at_the_second(env, config, **kwargs):
-        trained.append(kwargs["label"])
-        if len(trained) == 2:
-            raise Interrupted(Snapshot(1, None, {}, 1, None), 1, config.num_updates)
-        return real_run(env, config, **kwargs)
-
     with monkeypatch.context() as mp:
-        mp.setattr(core, "run", stopped_at_the_second)
+        mp.setattr(core, "run", run_stopped_at(real_run, trained, 2))
         with pytest.raises(core.Stopped):
             reproduce(entry, "small", out=out, progress=False, log=["csv"], log_dir=log_dir)
     reproduce(entry, "small", out=out, progress=False, log=["csv"], log_dir=log_dir)
