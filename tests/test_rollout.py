@@ -36,7 +36,7 @@ def test_step_without_auto_reset_is_the_transition_with_the_whole_key(ir):
             np.testing.assert_array_equal(got, want)
         np.testing.assert_array_equal(obs, ir.get_obs(want_state, params))
         np.testing.assert_array_equal(info["final_obs"], obs)
-        assert set(info) == set(want_info) | {"invalid_action", "final_obs"}
+        assert set(info) == set(want_info) | {"invalid_action", "invalid_params", "final_obs"}
         state = new
     assert int(state.step) == 4 and bool(done)
 

@@ -63,7 +63,7 @@ def test_step_steps_then_auto_resets_with_the_second_half_of_the_key():
     for t in range(1, LENGTH + 1):
         key = jax.random.fold_in(KEY, t)
         obs, state, reward, done, info = step(key, state, jnp.array([0, 2]))
-        assert set(info) == {"terminated", "truncated", "invalid_action", "final_obs"}
+        assert set(info) == {"terminated", "truncated", "invalid_action", "invalid_params", "final_obs"}
         np.testing.assert_array_equal(reward, [0.0, 2.0])
         np.testing.assert_array_equal(info["final_obs"], [[start + t]] * 2)
         assert bool(done) == (t == LENGTH)
