@@ -268,8 +268,12 @@ class TrainConfig:
     def unread(self) -> dict[str, str]:
         """The fields set away from their defaults that this config's learner, reward forms
         and exploration never read, each with the reason: ``{name: "by algo='ppo'"}``."""
-        learner = learner_class(self.algo)
-        forms = (self.reward,) if isinstance(self.reward, str) else tuple(self.reward)
+        learner = learner_class(self.algo) if isinstance(self.algo, str) and self.algo in LEARNERS else None
+        if learner is None:  # an unknown algo is validate's to report
+            return {}
+        # a reward that is neither a form nor a list of forms is validate's to report
+        forms = (self.reward,) if isinstance(self.reward, str) else \
+            tuple(f for f in self.reward if isinstance(f, str)) if isinstance(self.reward, (tuple, list)) else ()
         own = set(learner.hparams) | set(getattr(learner, "settings", ()))
         others = {n for cls in LEARNERS.values() for n in (*cls.hparams, *getattr(cls, "settings", ()))}
         unread = {name: f"by algo={self.algo!r}" for name in others - own - set(hp.LOOP)}

@@ -99,3 +99,13 @@ def test_a_preset_run_with_another_learner_drops_the_settings_it_never_reads():
     assert vdn.without_unread() == vdn
     with pytest.raises(ValueError, match="num_minibatches=2 is not read by algo='vdn'"):
         preset.make_config(algo="vdn", seating="shared", num_minibatches=2)
+
+
+@pytest.mark.parametrize("changes, message", [(dict(reward=5), "reward must be one of"),
+                                              (dict(algo="sarsa"), "algo must be one of")])
+def test_a_bad_reward_or_algo_on_a_preset_is_its_own_error(changes, message):
+    """Dropping a preset's unread settings never hides what is wrong with the override."""
+    from socialjax.train.presets import get_preset
+
+    with pytest.raises(ValueError, match=message):
+        get_preset("harvest-ippo-small").make_config(**changes)
