@@ -36,7 +36,7 @@ from socialjax.core.registry import make
 from socialjax.train import store
 from socialjax.train.config import TrainConfig
 from socialjax.train.devices import as_key_data
-from socialjax.train.spec import JobSpec
+from socialjax.train.spec import JobSpec, json_default  # noqa: F401 (json_default re-exported)
 
 METRICS_FILE = "metrics.npz"
 CONFIG_FILE = "config.json"
@@ -102,17 +102,6 @@ def _plain(v):
 
 def _tuples(v):
     return tuple(_tuples(x) for x in v) if isinstance(v, list) else v
-
-
-def json_default(v):
-    """``json.dumps(default=...)`` for numpy values and tuples."""
-    if isinstance(v, np.ndarray):
-        return v.tolist()
-    if isinstance(v, np.generic):
-        return v.item()
-    if isinstance(v, tuple):
-        return list(v)
-    raise TypeError(f"cannot write {type(v).__name__} {v!r} to JSON")
 
 
 def read_json(path: Path) -> dict:

@@ -107,18 +107,21 @@ def _json(what: str, value: Any) -> dict[str, Any]:
         if not isinstance(key, str):
             raise ValueError(f"a job's {what} has a key that is not a name: {key!r}")
         try:
-            out[key] = json.loads(json.dumps(v, default=_plain, allow_nan=False))
+            out[key] = json.loads(json.dumps(v, default=json_default, allow_nan=False))
         except (TypeError, ValueError) as err:
             raise ValueError(f"a job's {what}[{key!r}] = {v!r} cannot be saved as JSON ({err})") from None
     return out
 
 
-def _plain(v: Any) -> Any:
+def json_default(v):
+    """``json.dumps(default=...)`` for numpy values and tuples."""
     if isinstance(v, np.ndarray):
         return v.tolist()
     if isinstance(v, np.generic):
         return v.item()
-    raise TypeError(f"{type(v).__name__} is not a JSON value")
+    if isinstance(v, tuple):
+        return list(v)
+    raise TypeError(f"cannot write {type(v).__name__} {v!r} to JSON")
 
 
 def _tuples(v: Any) -> Any:
