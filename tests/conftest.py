@@ -43,3 +43,20 @@ import jax  # noqa: E402  (after the variable, which JAX reads at import)
 
 jax.config.update("jax_disable_most_optimizations", os.environ["JAX_DISABLE_MOST_OPTIMIZATIONS"] not in ("0", "false",
                                                                                                          "False", ""))
+
+import pytest  # noqa: E402
+
+_CACHE_SETTINGS = ("jax_enable_compilation_cache", "jax_compilation_cache_dir")
+
+
+@pytest.fixture(autouse=True)
+def _keep_the_suites_compilation_cache():
+    """A test that turns the cache off in this process (``--no-compile-cache`` through
+    ``cli.main``, ``SOCIALJAX_COMPILATION_CACHE=0`` through ``run``) leaves JAX's global
+    setting off for every later test of the same worker: those would compile without
+    the shared cache, and a test of the cache itself would see none. Restored here."""
+    before = {name: jax.config.values[name] for name in _CACHE_SETTINGS}
+    yield
+    for name, value in before.items():
+        if jax.config.values[name] != value:
+            jax.config.update(name, value)

@@ -83,13 +83,11 @@ def test_socialjax_cache_shows_and_clears_the_folder(env_vars, tmp_path, capsys,
 
 
 def test_no_compile_cache_turns_it_off_for_the_whole_process(env_vars, capsys):
-    try:
-        with pytest.raises(SystemExit):  # a bad override stops the command before anything compiles
-            cli.main(["train", "ipd-ppo", "--no-compile-cache", "--set", "lr=-1"])
-        assert os.environ[compilation.CACHE_VARIABLE] == "0"
-        assert not jax.config.values["jax_enable_compilation_cache"]
-    finally:  # this worker's later tests keep the suite's cache
-        jax.config.update("jax_enable_compilation_cache", True)
+    # (conftest turns the cache back on for this worker's later tests)
+    with pytest.raises(SystemExit):  # a bad override stops the command before anything compiles
+        cli.main(["train", "ipd-ppo", "--no-compile-cache", "--set", "lr=-1"])
+    assert os.environ[compilation.CACHE_VARIABLE] == "0"
+    assert not jax.config.values["jax_enable_compilation_cache"]
 
 
 def test_turned_off_means_off_even_where_jax_was_given_a_folder(tmp_path):
