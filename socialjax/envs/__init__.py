@@ -122,6 +122,11 @@ _ENVS = {
         "repeated PD with partner selection, reputation, direct/third-party punishment (Dasgupta & Musolesi)",
         {},
     ),
+    "partner_punishment_one_action": (
+        "socialjax.envs.institutions.partner_punishment:PartnerPunishment",
+        "partner_punishment with one discrete action per step (its heads read from it), for learners",
+        {"one_action": True},
+    ),
     "commons": (
         "socialjax.envs.institutions.commons:Commons",
         "common-pool fishery, logistic regrowth, 5 harvesters; optional monitoring, sanctions, quota vote",
@@ -162,6 +167,11 @@ _ENVS = {
         "socialjax.envs.institutions.public_goods:PublicGoods",
         "public goods game with punishment, convex costs, 10% cut per point (Fehr & Gaechter 2000)",
         {"punishment": True, "design": "2000"},
+    ),
+    "public_goods_standard_punishment": (
+        "socialjax.envs.institutions.public_goods:PublicGoods",
+        "public goods game with peer punishment by a standard: one discrete action per step, for learners",
+        {"punishment": True, "punish_by": "standard"},
     ),
     "public_goods_sequential": (
         "socialjax.envs.institutions.public_goods:PublicGoods",

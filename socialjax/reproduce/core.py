@@ -193,7 +193,7 @@ def _train_and_judge(entry: Entry, scale: str, seeds: int, base_seed: int, out: 
         result = runs[cond.name][0]
         steps[cond.name] = np.arange(1, config.num_updates + 1) * config.num_envs * config.rollout_len
         for m in entry.measures:
-            curve = measure_curve(result.metrics, m)
+            curve = measure_curve(result.metrics, m, runs[cond.name][1])
             curves[(cond.name, m.name)] = curve
             finals[(cond.name, m.name)] = final_values(curve, m.window)
     if entry.analysis is not None:

@@ -31,7 +31,7 @@ DEFAULT_SCALE = "cpu"
 VERDICTS = ("reproduced", "partly", "not reproduced")
 KIND = "reproduction"
 FINAL_SHARE = 0.2  # a run's value of a measure: its mean over the last (or first) 20% of updates
-WINDOWS = ("end", "start")
+WINDOWS = ("end", "start", "change")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,14 +58,17 @@ class Condition:
 @dataclasses.dataclass(frozen=True)
 class Measure:
     """A quantity of a run: ``metric`` of the training metrics (``(U,)`` or ``(U, P)``,
-    averaged over members ``members`` when given), its value the mean over the last
-    (``window="end"``) or the first (``"start"``) :data:`FINAL_SHARE` of updates."""
+    averaged over members ``members`` when given), divided by ``normaliser(env)`` when
+    given (e.g. the most an episode can hold, for a fraction), its value the mean over
+    the last (``window="end"``) or the first (``"start"``) :data:`FINAL_SHARE` of
+    updates, or the last minus the first (``"change"``)."""
 
     name: str
     metric: str
     label: str
     members: slice | None = None  # for (U, P) metrics: the members averaged (default all)
     window: str = "end"
+    normaliser: Callable[[Any], float] | None = None  # the condition's env -> the divisor
 
     def __post_init__(self):
         if self.window not in WINDOWS:
@@ -176,19 +179,24 @@ def stream_key(stream: int, base_seed: int = 0) -> jax.Array:
 
 
 # ------------------------------------------------------------------------------ measuring
-def measure_curve(metrics: Mapping[str, np.ndarray], measure: Measure) -> np.ndarray:
+def measure_curve(metrics: Mapping[str, np.ndarray], measure: Measure, env: Any = None) -> np.ndarray:
     """``(S, U)`` curve of ``measure`` from one condition's metrics (leading ``(G=1, S,
-    U, ...)``)."""
+    U, ...)``) on ``env`` (the condition's, for the measure's normaliser)."""
     values = np.asarray(metrics[measure.metric], np.float64)[0]  # (S, U, ...)
     if values.ndim == 3:
         values = values[:, :, measure.members if measure.members is not None else slice(None)]
         values = np.nanmean(values, axis=2)
+    if measure.normaliser is not None:
+        values = values / float(measure.normaliser(env))
     return values
 
 
 def final_values(curve: np.ndarray, window: str = "end") -> np.ndarray:
     """``(S,)``: each run's mean over the last (``window="end"``) or first (``"start"``)
-    :data:`FINAL_SHARE` of updates (NaN updates, where no episode ended, skipped)."""
+    :data:`FINAL_SHARE` of updates, or the last minus the first (``"change"``); NaN
+    updates, where no episode ended, skipped."""
+    if window == "change":
+        return final_values(curve, "end") - final_values(curve, "start")
     k = max(1, int(round(curve.shape[1] * FINAL_SHARE)))
     last = curve[:, -k:] if window == "end" else curve[:, :k]
     ok = np.isfinite(last)

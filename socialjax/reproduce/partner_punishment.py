@@ -15,9 +15,9 @@ with reputation, raise cooperation over a population with neither.
 
 What we measure. The learners of ``socialjax.train`` need one discrete action, and the
 environment's action is a vector of three heads of which only the current phase's is
-read: :class:`PhaseAction` exposes ``Discrete(lcm(N - 1, 2))`` (4 with 5 agents) and
-reads action ``a`` as partner ``a mod (N - 1)`` at the select step, C/D ``a mod 2`` at
-a play step and no/yes ``a mod 2`` at a punish step. Every value of every head then has
+read: ``partner_punishment_one_action`` has ``Discrete(lcm(N - 1, 2))`` (4 with 5 agents)
+and reads action ``a`` as partner ``a mod (N - 1)`` at the select step, C/D ``a mod 2``
+at a play step and no/yes ``a mod 2`` at a punish step. Every value of every head then has
 the same number of discrete actions, so a uniform policy is uniform over each phase's
 choices (with ``Discrete(N - 1)`` and ``a mod 2`` an odd ``N - 1`` would favour C and
 punishing). Four conditions: baseline (neither), direct punishment, partner selection
@@ -38,8 +38,7 @@ selection network is, from its rewards in the rounds of its own game. (Not
 populations took 12-25 s to compile, per condition.) At paper scale also 5 independent
 DQN learners of ``socialjax.train`` (128 hidden units, discount 0.9; 2000 episodes each
 seed, 20 seeds) on each condition's own game and on the game with third-party
-punishment, trained by :func:`dqn_values` (the wrapped game is not a registered
-environment, so they are not the entry's conditions). Measured over training: the
+punishment, trained by :func:`dqn_values`. Measured over training: the
 cooperation rate of the rounds played (cooperated / played, the environment's event
 counts), punishments per episode, and the episode's total reward, whose accounting
 (PD payoffs from the counts, minus 3 per punishment, +2 just, -10 unjust) the test
@@ -66,21 +65,12 @@ main play state holds none either).
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from socialjax import make
-from socialjax.core.spaces import Discrete
-from socialjax.core.wrappers import Wrapper
-from socialjax.envs.institutions.partner_punishment import (
-    HEAD_PLAY,
-    HEAD_PUNISH,
-    HEAD_SELECT,
-)
 from socialjax.reproduce.core import (
     FINAL_SHARE,
     Analysis,
@@ -95,45 +85,6 @@ from socialjax.reproduce.core import (
 from socialjax.reproduce.partner_punishment_tabular import GAMMA, tabular_run
 from socialjax.train import TrainConfig, run
 from socialjax.viz.plots import mean_ci95, pyplot
-
-
-# ----------------------------------------------------------------------------- the action
-class PhaseAction(Wrapper):
-    """``partner_punishment`` with one discrete action per step, for learners:
-    ``Discrete(lcm(N - 1, 2))``. Action ``a`` is the select head ``a mod (N - 1)`` (an
-    index among the others), the play head ``a mod 2`` (0 = C) and the punish head ``a
-    mod 2`` (1 = punish); the environment reads only the head of the current phase, so
-    the action means one thing per phase. ``lcm(N - 1, 2)`` actions give every value of
-    every head the same number of actions (unbiased under a uniform policy). An
-    out-of-range action becomes the environment's no-op (flagged invalid by it).
-    Observation, rewards, info and params are the environment's."""
-
-    def __init__(self, env):
-        super().__init__(env)
-        others = env.num_agents - 1
-        self.num_actions = others * 2 // math.gcd(others, 2)
-
-    def action_space(self, params=None) -> Discrete:
-        return Discrete(self.num_actions)
-
-    def sample_actions(self, key, params=None):
-        return self.action_space(params).sample(key, (self.num_agents,))
-
-    def reset(self, key, params=None):
-        return self._env.reset(key, params)
-
-    def heads(self, actions: jax.Array) -> jax.Array:
-        """``(N, 3) int32`` head actions of the environment for the ``(N,)`` discrete ones."""
-        a = jnp.asarray(actions).astype(jnp.int32)
-        heads = jnp.zeros(a.shape + (3,), jnp.int32)
-        heads = heads.at[..., HEAD_SELECT].set(a % (self.num_agents - 1))
-        heads = heads.at[..., HEAD_PLAY].set(a % 2).at[..., HEAD_PUNISH].set(a % 2)
-        valid = (a >= 0) & (a < self.num_actions)
-        return jnp.where(valid[..., None], heads, -1)  # -1 is out of range for every head: the no-op
-
-    def step(self, key, state, actions, params=None):
-        return self._env.step(key, state, self.heads(actions), params)
-
 
 # ----------------------------------------------------------------------------- conditions
 CONDITIONS = {  # the environment's static options per condition
@@ -163,9 +114,10 @@ class TabularSize(NamedTuple):
 TABULAR = {"small": TabularSize(8, 40, 2), "cpu": TabularSize(8, 100, 10), "paper": TabularSize(16, 200, 10)}
 
 
-def make_env(options, wrap: bool = True, cycles: int = 1):
-    env = make("partner_punishment", num_agents=NUM_AGENTS, num_rounds=NUM_ROUNDS, num_cycles=cycles, **options)
-    return PhaseAction(env) if wrap else env
+def make_env(options, one_action: bool = True, cycles: int = 1):
+    """The game of a condition (``options``), with one action per step for learners."""
+    return make("partner_punishment_one_action" if one_action else "partner_punishment", num_agents=NUM_AGENTS,
+                num_rounds=NUM_ROUNDS, num_cycles=cycles, **options)
 
 
 # Tiny programs: compiling, not running, is most of their cost on a CPU, so they compile
@@ -345,7 +297,8 @@ PARTNER_PUNISHMENT = Entry(
         "otherwise"),
     seeds={"small": 4, "cpu": 8, "paper": 20},
     notes=("5 agents, 10-round PD games (3, 0, 4, 1), the authors' punishment and reputation constants. Learners "
-           "act through PhaseAction (Discrete(4): partner a mod 4, C/D and no/yes a mod 2). Tabular learners: one "
+           "act through partner_punishment_one_action (Discrete(4): partner a mod 4, C/D and no/yes a mod 2). "
+           "Tabular learners: one "
            "Q-table per agent for play and punishment (phase, acting, own / partner / target last move), epsilon 1 "
            "-> 0.02 over 60% of training, learning rate 0.1, discount 0.9 per step; with selection a second table "
            "over who leads in reputation, moved each cycle towards the mean reward per round of the agent's own "

@@ -1,6 +1,6 @@
 """The tabular learners of the ``partner-punishment`` entry (ours): independent
-Q-learners for the play and punish steps of ``partner_punishment`` (through the entry's
-one-action wrapper, :class:`socialjax.reproduce.partner_punishment.PhaseAction`) and,
+Q-learners for the play and punish steps of ``partner_punishment`` (one action per step:
+``partner_punishment_one_action``) and,
 with partner selection, a selection table per agent over who leads in reputation, learnt
 from the rewards of the agent's own game as the authors' selection network is
 (Dasgupta & Musolesi 2023/2025; their released code,
@@ -127,8 +127,8 @@ def _play_target(q: jax.Array, agent: jax.Array, obs2: jax.Array, reward: jax.Ar
 def tabular_run(env, key: jax.Array, select: jax.Array, punish: jax.Array, games: int,
                 episodes: int) -> dict[str, jax.Array]:
     """One population of independent tabular Q-learners trained online over
-    ``episodes`` episodes of ``games`` parallel games of ``env`` (a :class:`PhaseAction`
-    around the game with partner selection, direct punishment and observed reputation,
+    ``episodes`` episodes of ``games`` parallel games of ``env`` (the one-action game
+    with partner selection, direct punishment and observed reputation,
     any number of cycles), with the mechanisms ``select`` and ``punish`` (traced bools)
     on or off. Play and punishment: one Q-table per agent over :func:`state_index`,
     discount ``GAMMA`` per step. Selection (when on): a second table per agent over

@@ -15,8 +15,8 @@ The learners (ours). Independent PPO learners, one network each, seeing the game
 observation (the period, their own and their group's last contributions, the points
 they received). In the punishment stage a learner picks a standard ``s`` (0..20) and
 every member of its group who contributed less than ``s`` gets a point per three tokens
-of shortfall (:class:`StandardPunishment`: one discrete action per step, where the
-game's punishment action is a vector). Per scale:
+of shortfall (``public_goods_standard_punishment``: one discrete action per step, where
+the game's punishment action is a vector). Per scale:
 
 - ``small`` (the README's first command, about a minute on a 2-core CPU): 8 players (2
   groups of 4, so that stranger matching regroups), stranger matching (the 2002 design's
@@ -47,67 +47,29 @@ from __future__ import annotations
 import dataclasses
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
-from socialjax import make
-from socialjax.core.spaces import Discrete
-from socialjax.core.wrappers import Wrapper
 from socialjax.reproduce.core import (
     Analysis,
+    Condition,
     Entry,
+    Measure,
     Reference,
     combined_verdict,
-    final_values,
     finish_figure,
     interval,
     ordered_verdict,
     sign_verdict,
 )
 from socialjax.reproduce.punishment import ABSTRACT, FG2000, FG2002, HOW, HUMAN, MATCHINGS, PERIODS
-from socialjax.reproduce.punishment_rules import shortfall_points
-from socialjax.train import TrainConfig, as_run, make_train, play, run
+from socialjax.train import as_run, make_train, play
 from socialjax.viz.plots import pyplot
-
-
-class StandardPunishment(Wrapper):
-    """The punishment game (``public_goods`` with ``punishment=True``) with one discrete
-    action per step, for learners: ``Discrete(e + 1)``. At the contribution step the
-    action is the contribution; at the punishment step it is a standard ``s``: each other
-    member who contributed less than ``s`` gets a point per three tokens of shortfall
-    (:func:`shortfall_points`; ``s = 0`` punishes nobody). Everything else (the
-    observation, rewards, info, params) is the wrapped game's."""
-
-    def __init__(self, env):
-        base = getattr(env, "unwrapped", env)
-        if not getattr(base, "punishment", False) or getattr(base, "sequential", True):
-            raise ValueError(f"StandardPunishment wraps the public goods game with punishment, got {env!r}")
-        super().__init__(env)
-
-    def action_space(self, params=None) -> Discrete:
-        return Discrete(self.unwrapped.endowment + 1)
-
-    def reset(self, key, params=None):
-        return self._env.reset(key, params)
-
-    def game_actions(self, state, actions: jax.Array) -> jax.Array:
-        """``(N, n) int32`` actions of the wrapped game for the ``(N,)`` discrete ones."""
-        env = self.unwrapped
-        actions = jnp.asarray(actions).astype(jnp.int32)
-        _, _, view = env.membership(state.order)
-        points = shortfall_points(state.contrib[view], actions.astype(jnp.float32), env.max_points)
-        contributing = state.stage < env.contribution_steps
-        zeros = jnp.zeros_like(points)
-        return jnp.where(contributing, jnp.concatenate([actions[:, None], zeros], axis=1),
-                         jnp.concatenate([jnp.zeros_like(actions)[:, None], points], axis=1))
-
-    def step(self, key, state, actions, params=None):
-        return self._env.step(key, state, self.game_actions(state, actions), params)
-
 
 # ours: independent PPO learners, one network each, an update every batch of whole episodes
 PPO_SETTINGS = dict(seating="independent", hidden=64, update_epochs=4, num_minibatches=4, lr=3e-3, gamma=0.95,
                     ent_coef=0.01, evaluate=False)
+
+
 @dataclasses.dataclass(frozen=True)
 class Size:
     """What a scale trains: ``players`` per game (groups of 4), the ``matchings`` run, and
@@ -127,28 +89,62 @@ SIZES = {
 }
 PLAYBACK_EPISODES = 16  # episodes of each trained population played to measure its periods
 TENTHS = 10  # the contribution over training, in tenths of the updates
+PER_PERIOD = "contribution per period"  # the trained population's, in each period of an episode (a series)
 
 
 def row_name(matching: str, punish: bool) -> str:
     return f"{matching}/{'with' if punish else 'without'}"
 
 
-# the two series of each row, ``(S, 10)`` each (curves for the figure, not table rows)
-OVER_TRAINING = "contribution over training"  # the mean over each tenth of the updates
-PER_PERIOD = "contribution per period"  # the trained population's, in each period of an episode
+def rows(scale: str) -> list[tuple[str, bool]]:
+    """``(matching, punish)`` of every population trained at ``scale``."""
+    return [(m, p) for m in SIZES[scale].matchings for p in (False, True)]
 
 
-def learner_env(matching: str, punish: bool, players: int = 16):
-    """The game the learners play: ``players`` members in groups of 4, 10 periods, the
-    2002 design's punishment (through :class:`StandardPunishment`) or none."""
-    env = make("public_goods", num_agents=players, matching=matching, punishment=punish, num_periods=PERIODS["2000"])
-    return StandardPunishment(env) if punish else env
+def condition(matching: str, punish: bool) -> Condition:
+    """The population of one row at every scale that runs its matching: ``players``
+    members in groups of 4, 10 periods, the 2002 design's punishment played by a
+    standard, or none."""
+    scales = [scale for scale, size in SIZES.items() if matching in size.matchings]
+    env = "public_goods_standard_punishment" if punish else "public_goods"
+    episode = PERIODS["2000"] * (2 if punish else 1)  # a contribution step (and a punishment step) per period
+    return Condition(
+        row_name(matching, punish),
+        env={scale: env for scale in scales},
+        env_options={scale: dict(num_agents=SIZES[scale].players, matching=matching, num_periods=PERIODS["2000"])
+                     for scale in scales},
+        config={scale: dict(PPO_SETTINGS, rollout_len=episode, num_updates=SIZES[scale].num_updates,
+                            num_envs=SIZES[scale].num_envs) for scale in scales})
 
 
-def learner_config(env, scale: str) -> TrainConfig:
-    size = SIZES[scale]
-    return TrainConfig().replace(rollout_len=env.episode_length, num_updates=size.num_updates,
-                                 num_envs=size.num_envs, **PPO_SETTINGS)
+CONDITIONS = tuple(condition(m, p) for m in MATCHINGS for p in (False, True))
+
+
+def endowment_per_period(env) -> float:
+    """The tokens of every member's endowment over an episode: a contribution total's divisor."""
+    return env.num_agents * env.num_periods * env.endowment
+
+
+def member_periods(env) -> float:
+    return env.num_agents * env.num_periods
+
+
+CONTRIBUTION = "events/contributed"  # tokens contributed per episode, all members
+MEASURES = (
+    Measure("start", CONTRIBUTION, "contribution / endowment, first fifth of training", window="start",
+            normaliser=endowment_per_period),
+    Measure("end", CONTRIBUTION, "contribution / endowment, last fifth of training", normaliser=endowment_per_period),
+    Measure("change", CONTRIBUTION, "contribution / endowment, last minus first fifth", window="change",
+            normaliser=endowment_per_period),
+    Measure("points", "events/points_assigned", "points assigned per member and period, last fifth",
+            normaliser=member_periods),
+)
+
+
+def over_training(curve: np.ndarray) -> np.ndarray:
+    """``(S, TENTHS)``: an ``(S, U)`` curve's mean over each tenth of the updates."""
+    parts = np.array_split(np.arange(curve.shape[1]), TENTHS)
+    return np.stack([np.nanmean(curve[:, part], axis=1) for part in parts], axis=1)
 
 
 def trained_periods(train, learners, key: jax.Array) -> np.ndarray:
@@ -164,34 +160,13 @@ def trained_periods(train, learners, key: jax.Array) -> np.ndarray:
     return steps[:, :, 0, :].mean(axis=(0, 2)) / base.endowment  # the contribution step of each period
 
 
-def rows(scale: str) -> list[tuple[str, bool]]:
-    """``(matching, punish)`` of every population trained at ``scale``."""
-    return [(m, p) for m in SIZES[scale].matchings for p in (False, True)]
-
-
-def learner_values(scale: str, seeds: int, base_seed: int = 0) -> dict[tuple[str, str], np.ndarray]:
-    """Each row: the contribution over the first and the last fifth of training
-    (``start``, ``end``) and their difference (``change``) and the points assigned per
-    member and period at the end, ``(S,)`` each; the contribution in each tenth of
-    training (:data:`OVER_TRAINING`) and the trained population's in each period
-    (:data:`PER_PERIOD`), ``(S, 10)`` each."""
+def per_period(runs, scale: str, seeds: int, base_seed: int = 0) -> dict[tuple[str, str], np.ndarray]:
+    """Each trained population's contribution in each period of an episode
+    (:data:`PER_PERIOD`, ``(S, P)``), its policies played back."""
     out = {}
     for c, (matching, punish) in enumerate(rows(scale)):
-        env, row = learner_env(matching, punish, SIZES[scale].players), row_name(matching, punish)
-        config = learner_config(env, scale)
-        print(f"[punishment-learners] {row}: {config.num_updates} updates x {config.num_envs} games x "
-              f"{config.rollout_len} steps, {seeds} seeds", flush=True)
-        result = run(env, config, seeds=seeds, base_seed=base_seed, progress=False, label=row)
-        base = getattr(env, "unwrapped", env)
-        per = base.num_agents * base.num_periods  # per member and period
-        contribution = np.asarray(result.metrics["events/contributed"], np.float64)[0] / (per * base.endowment)
-        points = np.asarray(result.metrics["events/points_assigned"], np.float64)[0] / per
-        out[(row, "start")] = final_values(contribution, "start")
-        out[(row, "end")] = final_values(contribution, "end")
-        out[(row, "change")] = out[(row, "end")] - out[(row, "start")]
-        out[(row, "points")] = final_values(points, "end")
-        tenths = np.array_split(np.arange(config.num_updates), TENTHS)
-        out[(row, OVER_TRAINING)] = np.stack([np.nanmean(contribution[:, part], axis=1) for part in tenths], axis=1)
+        row = row_name(matching, punish)
+        result, env, config = runs[row]
         train = make_train(env, config)  # one playback program for every seed
         keys = [jax.random.key(2000 + 100 * c + base_seed + s) for s in range(seeds)]
         out[(row, PER_PERIOD)] = np.stack([trained_periods(train, as_run(result.states.learners, 0, s), keys[s])
@@ -199,14 +174,8 @@ def learner_values(scale: str, seeds: int, base_seed: int = 0) -> dict[tuple[str
     return out
 
 
-def keys(scale: str) -> tuple[tuple[str, str], ...]:
-    return tuple((row_name(matching, punish), q) for matching, punish in rows(scale)
-                 for q in ("start", "end", "change", "points"))
-
-
 def series(scale: str) -> tuple[tuple[str, str], ...]:
-    return tuple((row_name(matching, punish), q) for matching, punish in rows(scale)
-                 for q in (OVER_TRAINING, PER_PERIOD))
+    return tuple((row_name(matching, punish), PER_PERIOD) for matching, punish in rows(scale))
 
 
 def criterion(finals):
@@ -236,9 +205,10 @@ def plot(rep, path) -> None:
     for matching, punish in rows(rep.scale):
         row = row_name(matching, punish)
         label = f"{matching}, {'with' if punish else 'without'} punishment"
-        for ax, name, x in ((axes["training"], OVER_TRAINING, (np.arange(TENTHS) + 0.5) / TENTHS),
-                            (axes["periods"], PER_PERIOD, np.arange(1, PERIODS["2000"] + 1))):
-            stats = np.array([interval(v) for v in rep.curves[(row, name)].T])  # (X, 3)
+        for ax, values, x in ((axes["training"], over_training(rep.curves[(row, "end")]),
+                               (np.arange(TENTHS) + 0.5) / TENTHS),
+                              (axes["periods"], rep.curves[(row, PER_PERIOD)], np.arange(1, PERIODS["2000"] + 1))):
+            stats = np.array([interval(v) for v in values.T])  # (X, 3)
             ax.plot(x, stats[:, 0], styles[matching], marker="o", ms=3, color=colours[punish], label=label)
             ax.fill_between(x, stats[:, 1], stats[:, 2], color=colours[punish], alpha=0.2, lw=0)
     for ax, xlabel, title in ((axes["training"], "fraction of training", "over training (mean per tenth)"),
@@ -254,16 +224,12 @@ def plot(rep, path) -> None:
     finish_figure(fig, rep, path)
 
 
-def _compute(runs, scale: str, seeds: int, base_seed: int) -> dict[tuple[str, str], np.ndarray]:
-    return learner_values(scale, seeds, base_seed)
-
-
 PUNISHMENT_LEARNERS = Entry(
     name="punishment-learners",
     title="Learners in the public goods game: contributions collapse without peer punishment, not with it",
     citation="Fehr & Gaechter, AER 2000; Fehr & Gaechter, Nature 2002",
-    conditions=(),
-    measures=(),
+    conditions=CONDITIONS,
+    measures=MEASURES,
     references=(
         Reference(row_name("stranger", False), "change", None, FG2002, ABSTRACT,
                   "cooperation \"breaks down if [altruistic punishment] is ruled out\""),
@@ -287,7 +253,7 @@ PUNISHMENT_LEARNERS = Entry(
            "per 3 tokens of shortfall from it). small: 8 players, stranger matching, 80 updates x 8 games, 8 seeds; "
            "cpu: 16 players, both matchings, 100 x 16, 4 seeds; paper: 400 x 32, 8 seeds. Our stranger matching "
            "redraws groups at random. The published numbers were not read here: every reference is qualitative."),
-    analysis=Analysis(keys={scale: keys(scale) for scale in SIZES}, compute=_compute,
+    analysis=Analysis(keys={scale: () for scale in SIZES}, compute=per_period,
                       series={scale: series(scale) for scale in SIZES}),
     plot=plot,
 )

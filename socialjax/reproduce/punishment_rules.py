@@ -10,7 +10,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from socialjax.envs.institutions.public_goods import OBS_PERIOD, OBS_PUNISH_STAGE, obs_slices
+from socialjax.envs.institutions.public_goods import OBS_PERIOD, OBS_PUNISH_STAGE, obs_slices, shortfall_points
 
 # ours: a session of 24 members (6 groups of 4), two thirds conditional cooperators
 SESSION = 24
@@ -20,7 +20,6 @@ CONDITIONAL, FREE_RIDER = 0, 1
 BIAS = 0.9  # a conditional cooperator aims at this fraction of the others' last mean
 ADJUST = 0.5  # share of the gap to the aim closed each period
 RESPONSE = 0.5  # tokens of extra contribution per token of payoff lost to punishment
-RATE = 1.0 / 3.0  # points per token of shortfall from the group mean (or a learner's standard)
 
 
 def learnt_standard(env, obs: jax.Array, standard: jax.Array) -> jax.Array:
@@ -60,14 +59,6 @@ def scripted_contribution(env, obs: jax.Array, types: jax.Array, first: jax.Arra
     g = jnp.maximum(own + ADJUST * (aim - own) + RESPONSE * lost, standard)
     g = jnp.where(obs[:, OBS_PERIOD] == 0, first, g)
     return jnp.clip(jnp.round(g), 0, env.endowment).astype(jnp.int32)
-
-
-def shortfall_points(current: jax.Array, standard: jax.Array, max_points: int) -> jax.Array:
-    """``(N, n - 1) int32``: a point per ``1 / RATE`` tokens by which each other member's
-    contribution (``current`` ``(N, n)``, own first) fell short of ``standard`` ``(N,)``,
-    rounded, at most ``max_points``."""
-    short = standard[:, None] - current[:, 1:].astype(jnp.float32)
-    return jnp.clip(jnp.round(RATE * short), 0, max_points).astype(jnp.int32)
 
 
 def scripted_points(env, obs: jax.Array, types: jax.Array) -> jax.Array:

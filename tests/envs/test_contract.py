@@ -53,6 +53,7 @@ ENV_OPTIONS = {
     "territory_open": {"num_agents": 3, "episode": "fixed", "episode_length": 25},
     "territory_rooms": {"num_agents": 3, "episode": "fixed", "episode_length": 25},
     "partner_punishment": {"num_rounds": 2, "third_party_punishment": True},  # 1 + 5 games x 2 rounds x 2 steps
+    "partner_punishment_one_action": {"num_rounds": 2},  # 1 + 5 games x 2 rounds x 2 steps
     "commons": {"num_agents": 3, "episode_length": 12, "monitoring": True, "sanctions": "pot", "quota_vote": True},
     "commons_govsim": {},  # 12 rounds (fewer if it collapses)
     "commons_ostrom": {"num_agents": 3, "episode_length": 10},
@@ -61,6 +62,7 @@ ENV_OPTIONS = {
     "public_goods": {"num_periods": 5},
     "public_goods_punishment": {"num_agents": 8, "matching": "stranger", "num_periods": 5},  # 10 steps
     "public_goods_punishment_2000": {"num_periods": 5},  # 10 steps
+    "public_goods_standard_punishment": {"num_agents": 8, "matching": "stranger", "num_periods": 5},  # 10 steps
     "public_goods_sequential": {"num_agents": 8, "matching": "stranger", "num_periods": 5},  # 20 steps
 }
 NUM_STEPS = 60  # covers at least two whole episodes of every env above

@@ -14,8 +14,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from socialjax import testing
+from socialjax import make, testing
 from socialjax.envs.institutions.partner_punishment import (
+    NUM_AGENTS,
     OBS_ACTIVE,
     OBS_PLAY,
     OBS_PLAYER,
@@ -396,3 +397,33 @@ def test_params_are_vmappable():
     # each player is punished once by its partner (-loss) and punished justly (+2)
     np.testing.assert_allclose(np.asarray(rewards).sum(1), 2 * (2 - np.asarray(losses)))
     np.testing.assert_array_equal((np.asarray(rewards) != 0).sum(1), 2)
+
+
+def test_one_action_is_read_per_phase_without_bias():
+    for n, size in ((5, 4), (4, 6), (3, 2)):  # lcm(N - 1, 2)
+        env = make("partner_punishment_one_action", num_agents=n, num_rounds=1)
+        assert env.action_space().n == size
+        heads = np.asarray(env.heads(jnp.arange(size)))
+        for h, values in ((0, n - 1), (1, 2), (2, 2)):  # select, play, punish: each value equally often
+            np.testing.assert_array_equal(np.bincount(heads[:, h], minlength=values), size // values)
+    env = make("partner_punishment_one_action", num_rounds=1)
+    assert env.sample_actions(jax.random.key(1)).shape == (NUM_AGENTS,)
+    # the select step (partner a mod 4; 7 is out of range), a play step (even actions cooperate), the punish step
+    actions = jnp.array([[0, 1, 2, 3, 7], [2, 2, 2, 2, 2], [1, 3, 1, 3, 1]], jnp.int32)
+
+    @jax.jit
+    def three_steps(key):  # one compiled program
+        obs, state = env.reset(key)
+        out = []
+        for t in range(3):
+            obs, state, reward, _, info = env.step(jax.random.fold_in(key, t), state, actions[t])
+            out.append((obs, reward, info))
+        return out
+
+    (obs, _, info), (obs2, reward2, info2), (_, _, info3) = three_steps(jax.random.key(0))
+    np.testing.assert_array_equal(info["invalid_action"], [False] * 4 + [True])  # the no-op
+    np.testing.assert_array_equal(info["partner"][:4], [1, 2, 3, 4])  # index among the others, skipping oneself
+    assert obs[0, OBS_PLAY] == 1
+    assert int(info2["cooperated"].sum()) == 2 and float(reward2.sum()) == 6.0  # both players cooperated
+    assert obs2[0, OBS_PUNISH] == 1
+    assert int(info3["punished"].sum()) == 2 and int(info3["unjust_punishments"].sum()) == 2

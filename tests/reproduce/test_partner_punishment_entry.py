@@ -1,7 +1,6 @@
 """partner-punishment at small scale: tabular Q-learners in the repeated PD with and
 without direct punishment and partner selection, the rewards balancing against the
-event counts, and a verdict that follows from them; the one-action wrapper checked by
-hand."""
+event counts, and a verdict that follows from them."""
 
 import jax
 import jax.numpy as jnp
@@ -10,14 +9,13 @@ import pytest
 from small_runs import check_verdict, quoted, reproduction_fixture
 
 from socialjax import make
-from socialjax.envs.institutions.partner_punishment import JUST_REWARD, OBS_PLAY, OBS_PUNISH, PUNISH_LOSS, UNJUST_REWARD
+from socialjax.envs.institutions.partner_punishment import JUST_REWARD, PUNISH_LOSS, UNJUST_REWARD
 from socialjax.reproduce.core import interval, separated
 from socialjax.reproduce.partner_punishment import (
     CONDITIONS,
     NUM_AGENTS,
     NUM_ROUNDS,
     PARTNER_PUNISHMENT,
-    PhaseAction,
     tabular_values,
 )
 from socialjax.reproduce.partner_punishment_tabular import select_state
@@ -68,36 +66,6 @@ def test_selection_state_is_who_leads_in_reputation():
     # everyone else sees a tie between agents 2 and 3
     obs = env.get_obs(state, env.default_params)
     assert np.asarray(select_state(obs)).tolist() == [4, 4, 2, 2, 4]
-
-
-def test_one_action_is_read_per_phase_without_bias():
-    for n, size in ((5, 4), (4, 6), (3, 2)):  # lcm(N - 1, 2)
-        env = PhaseAction(make("partner_punishment", num_agents=n, num_rounds=1))
-        assert env.action_space().n == size
-        heads = np.asarray(env.heads(jnp.arange(size)))
-        for h, values in ((0, n - 1), (1, 2), (2, 2)):  # select, play, punish: each value equally often
-            np.testing.assert_array_equal(np.bincount(heads[:, h], minlength=values), size // values)
-    env = PhaseAction(make("partner_punishment", num_rounds=1))
-    assert env.sample_actions(jax.random.key(1)).shape == (NUM_AGENTS,)
-    # the select step (partner a mod 4; 7 is out of range), a play step (even actions cooperate), the punish step
-    actions = jnp.array([[0, 1, 2, 3, 7], [2, 2, 2, 2, 2], [1, 3, 1, 3, 1]], jnp.int32)
-
-    @jax.jit
-    def three_steps(key):  # one compiled program
-        obs, state = env.reset(key)
-        out = []
-        for t in range(3):
-            obs, state, reward, _, info = env.step(jax.random.fold_in(key, t), state, actions[t])
-            out.append((obs, reward, info))
-        return out
-
-    (obs, _, info), (obs2, reward2, info2), (_, _, info3) = three_steps(jax.random.key(0))
-    np.testing.assert_array_equal(info["invalid_action"], [False] * 4 + [True])  # the environment's no-op
-    np.testing.assert_array_equal(info["partner"][:4], [1, 2, 3, 4])  # index among the others, skipping oneself
-    assert obs[0, OBS_PLAY] == 1
-    assert int(info2["cooperated"].sum()) == 2 and float(reward2.sum()) == 6.0  # both players cooperated
-    assert obs2[0, OBS_PUNISH] == 1
-    assert int(info3["punished"].sum()) == 2 and int(info3["unjust_punishments"].sum()) == 2
 
 
 @pytest.mark.slow

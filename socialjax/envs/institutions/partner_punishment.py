@@ -50,6 +50,13 @@ the no-op ``(-1, 1, 0)``: a uniformly random pick at the select step, D at a pla
 (not acting is not cooperating), no punishment; it is flagged in
 ``info["invalid_action"]``.
 
+One action per step (static ``one_action=True``; ``partner_punishment_one_action``; ours,
+for learners that pick one discrete action): ``Discrete(lcm(N - 1, 2))`` (4 with 5
+agents), action ``a`` read as the select head ``a mod (N - 1)``, the play head ``a mod
+2`` and the punish head ``a mod 2``. Every value of every head then has the same number
+of actions, so a uniform policy is uniform over each phase's choices. An out-of-range
+action is the no-op above, flagged.
+
 Observation of agent i, float32 ``(13,)``, or ``(14 + N,)`` with static
 ``observe_reputation=True`` (see ``OBS_*``): ``[phase is select, phase is play, phase
 is punish, active, is player (in the current game), is third-party punisher, own last
@@ -69,6 +76,8 @@ bystander), ``was_punished``, ``just_punishments``, ``unjust_punishments``; ``(N
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -76,7 +85,7 @@ from flax import struct
 
 from socialjax.core.environment import Environment
 from socialjax.core.params import EnvParams, check_bool, param
-from socialjax.core.spaces import Box
+from socialjax.core.spaces import Box, Discrete
 
 # Dasgupta & Musolesi: 5 agents, 10 rounds per game, PD (R, S, T, P) = (3, 0, 4, 1).
 NUM_AGENTS = 5
@@ -94,13 +103,15 @@ NO_ACTION = -1  # last action before an agent's first round
 PHASE_SELECT, PHASE_PLAY, PHASE_PUNISH = 0, 1, 2
 HEAD_SELECT, HEAD_PLAY, HEAD_PUNISH = 0, 1, 2
 RANDOM_PICK = -1  # the no-op's select head: a uniformly random partner
+NO_OP = (RANDOM_PICK, DEFECT, 0)
 
 # Observation layout; the reputation block (own, partner, others) starts at OBS_REP.
 (OBS_SELECT, OBS_PLAY, OBS_PUNISH, OBS_ACTIVE, OBS_PLAYER, OBS_THIRD, OBS_OWN_C, OBS_OWN_D,
  OBS_PARTNER_C, OBS_PARTNER_D, OBS_TARGET_C, OBS_TARGET_D, OBS_ROUND) = range(13)
 OBS_REP = 13
 
-BOOL_OPTIONS = ("partner_selection", "direct_punishment", "third_party_punishment", "costly", "observe_reputation")
+BOOL_OPTIONS = ("partner_selection", "direct_punishment", "third_party_punishment", "costly", "observe_reputation",
+                "one_action")
 
 
 @struct.dataclass
@@ -138,11 +149,11 @@ class PartnerPunishment(Environment):
     ``num_cycles`` (1 cycle of N games per episode), ``partner_selection`` (True),
     ``direct_punishment`` (True),
     ``third_party_punishment`` (False), ``costly`` (False), ``observe_reputation``
-    (True).
+    (True), ``one_action`` (False).
     """
 
     params_cls = PartnerPunishmentParams
-    noop_action = (RANDOM_PICK, DEFECT, 0)
+    noop_action = NO_OP  # one_action=True: -1, read as NO_OP (heads)
     # per-agent per-step counts totalled per episode by socialjax.metrics
     event_keys = (
         "played",
@@ -164,6 +175,7 @@ class PartnerPunishment(Environment):
         third_party_punishment: bool = False,
         costly: bool = False,
         observe_reputation: bool = True,
+        one_action: bool = False,
     ):
         if not isinstance(num_agents, int) or isinstance(num_agents, bool) or num_agents < 2:
             raise ValueError(f"num_agents must be an int >= 2, got {num_agents!r}")
@@ -176,6 +188,7 @@ class PartnerPunishment(Environment):
         third_party_punishment = check_bool("third_party_punishment", third_party_punishment)
         costly = check_bool("costly", costly)
         observe_reputation = check_bool("observe_reputation", observe_reputation)
+        one_action = check_bool("one_action", one_action)
         if third_party_punishment and num_agents < 4:
             raise ValueError(
                 f"third_party_punishment=True needs two bystanders besides the two players, so "
@@ -192,6 +205,10 @@ class PartnerPunishment(Environment):
         self.third_party_punishment = bool(third_party_punishment)
         self.costly = bool(costly)
         self.observe_reputation = bool(observe_reputation)
+        self.one_action = bool(one_action)
+        self.num_actions = (num_agents - 1) * 2 // math.gcd(num_agents - 1, 2)  # of one_action=True
+        if self.one_action:
+            self.noop_action = -1
         self.has_punish_step = self.direct_punishment or self.third_party_punishment
         self.steps_per_round = 2 if self.has_punish_step else 1
         self.select_steps = 1 if self.partner_selection else 0
@@ -299,7 +316,16 @@ class PartnerPunishment(Environment):
             bystander=jnp.zeros(2, jnp.int32),
         )
 
+    def heads(self, actions: jax.Array) -> jax.Array:
+        """``(N, 3) int32`` head actions for ``(N,)`` actions of ``one_action=True``: ``a mod
+        (N - 1)``, ``a mod 2``, ``a mod 2``; the no-op ``-1`` is :data:`NO_OP`."""
+        a = jnp.asarray(actions).astype(jnp.int32)
+        heads = jnp.stack([a % (self.num_agents - 1), a % 2, a % 2], axis=-1)
+        return jnp.where((a >= 0)[..., None], heads, jnp.asarray(NO_OP, jnp.int32))
+
     def transition(self, key, state, actions, params):
+        if self.one_action:
+            actions = self.heads(actions)
         key_select, key_bystander = jax.random.split(key)
         n = self.num_agents
         phase, game, _ = self.schedule(state.step)
@@ -416,6 +442,8 @@ class PartnerPunishment(Environment):
         return jnp.concatenate([obs, block], axis=1)
 
     def action_space(self, params=None):
+        if self.one_action:
+            return Discrete(self.num_actions)
         high = np.array([self.num_agents - 2, 1, 1], np.int32)
         return Box(np.zeros(3, np.int32), high, (3,), jnp.int32)
 

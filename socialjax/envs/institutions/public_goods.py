@@ -48,9 +48,14 @@ Rules (Fehr & Gaechter 2000, 2002; docs/environments.md, "Public goods game"):
 Actions, one per agent: without punishment ``Discrete(e + 1)``, the contribution. With
 punishment an int32 ``Box`` of shape ``(n,)``: entry 0 the contribution (``0..e``, read
 at the contribution step), entries ``1..n-1`` the points (``0..max_points``, read at the
-punishment step) for the other members in the observation's order. An out-of-range
-action is replaced by the no-op ``0`` (contribute nothing, punish nobody) and flagged
-in ``info["invalid_action"]``.
+punishment step) for the other members in the observation's order. With punishment by
+a standard (static ``punish_by="standard"``; ``public_goods_standard_punishment``; ours,
+one discrete action for learners): ``Discrete(e + 1)``, the contribution at the
+contribution step and at the punishment step a standard ``s``: each other member gets
+``round((s - g_j) / 3)`` points, clipped to ``0..max_points`` (a point per three tokens
+of shortfall from ``s``; ``s = 0`` punishes nobody). An out-of-range action is replaced
+by the no-op ``0`` (contribute nothing, punish nobody) and flagged in
+``info["invalid_action"]``.
 
 Observation of agent i, ``(3n + 3,)`` int32 (see ``OBS_*``): ``[period, stage,
 is_punishment_stage, position, last (n), received (n - 1), current (n)]``. Members are
@@ -104,9 +109,19 @@ SEQ_THRESHOLD = 40.0  # B
 
 DESIGNS = ("2002", "2000")
 MATCHINGS = ("partner", "stranger")
+PUNISH_BY = ("points", "standard")
+SHORTFALL_RATE = 1.0 / 3.0  # ours: points per token of shortfall from a standard (see shortfall_points)
 
 # Observation layout: 4 scalars, then last (n), received (n - 1), current (n).
 OBS_PERIOD, OBS_STAGE, OBS_PUNISH_STAGE, OBS_POSITION, OBS_LAST = 0, 1, 2, 3, 4
+
+
+def shortfall_points(current: jax.Array, standard: jax.Array, max_points: int) -> jax.Array:
+    """``(N, n - 1) int32``: a point per ``1 / SHORTFALL_RATE`` tokens by which each other
+    member's contribution (``current`` ``(N, n)``, own first) fell short of ``standard``
+    ``(N,)``, rounded, at most ``max_points``."""
+    short = standard[:, None] - current[:, 1:].astype(jnp.float32)
+    return jnp.clip(jnp.round(SHORTFALL_RATE * short), 0, max_points).astype(jnp.int32)
 
 
 def rounded(x: jax.Array) -> jax.Array:
@@ -182,8 +197,9 @@ class PublicGoods(Environment):
 
     Static options: ``num_agents`` (4), ``group_size`` (4), ``punishment`` (False),
     ``design`` ("2002" | "2000": default params), ``matching`` ("partner" |
-    "stranger"), ``num_periods`` (10), ``sequential`` (False), ``endowment`` (20) and
-    ``max_points`` (10), which fix the action set.
+    "stranger"), ``num_periods`` (10), ``sequential`` (False), ``endowment`` (20),
+    ``max_points`` (10) and ``punish_by`` ("points" | "standard"), which fix the action
+    set.
     """
 
     params_cls = PublicGoodsParams
@@ -202,6 +218,7 @@ class PublicGoods(Environment):
         sequential: bool = False,
         endowment: int = ENDOWMENT,
         max_points: int = MAX_POINTS,
+        punish_by: str = "points",
     ):
         for name, value, low in (
             ("group_size", group_size, 2),
@@ -228,6 +245,9 @@ class PublicGoods(Environment):
         sequential = check_bool("sequential", sequential)
         if sequential and punishment:
             raise ValueError("sequential=True has no punishment stage: punishment must be False")
+        check_choice("punish_by", punish_by, PUNISH_BY)
+        if punish_by == "standard" and not punishment:
+            raise ValueError("punish_by='standard' sets how the punishment stage is played: punishment must be True")
         super().__init__(num_agents)
         self.group_size = group_size
         self.num_groups = num_agents // group_size
@@ -238,6 +258,7 @@ class PublicGoods(Environment):
         self.sequential = sequential
         self.endowment = endowment
         self.max_points = max_points
+        self.punish_by = punish_by
         self.contribution_steps = group_size if sequential else 1
         self.steps_per_period = self.contribution_steps + int(punishment)
         self.episode_length = num_periods * self.steps_per_period
@@ -313,8 +334,13 @@ class PublicGoods(Environment):
         cost, shared = rounded(params.kappa * s**2), rounded(params.rho / self.group_size * total)
         return -cost + rounded(params.gamma * predecessors) + shared - rounded(params.penalty * short)
 
-    def split_action(self, actions: jax.Array) -> tuple[jax.Array, jax.Array]:
-        """``contribution (N,)`` and ``points (N, n - 1)`` int32."""
+    def split_action(self, actions: jax.Array, contrib: jax.Array, view: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """``contribution (N,)`` and ``points (N, n - 1)`` int32 (``contrib`` ``(N,)``
+        this period's contributions, ``view`` the members' order: a standard's points
+        are the shortfalls from it)."""
+        if self.punish_by == "standard":
+            points = shortfall_points(contrib[view], actions.astype(jnp.float32), self.max_points)
+            return actions, points
         if self.punishment:
             return actions[:, 0], actions[:, 1:]
         return actions, jnp.zeros((self.num_agents, self.group_size - 1), jnp.int32)
@@ -333,7 +359,7 @@ class PublicGoods(Environment):
 
     def transition(self, key, state, actions, params):
         group, position, view = self.membership(state.order)
-        contribution, points = self.split_action(actions)
+        contribution, points = self.split_action(actions, state.contrib, view)
         contributing = state.stage < self.contribution_steps
         movers = position == state.stage if self.sequential else jnp.ones(self.num_agents, bool)
         moving = contributing & movers
@@ -397,7 +423,7 @@ class PublicGoods(Environment):
         return jnp.concatenate([scalars, state.last_contrib, state.last_received, state.contrib[view]], axis=1)
 
     def action_space(self, params=None):
-        if not self.punishment:
+        if not self.punishment or self.punish_by == "standard":
             return Discrete(self.endowment + 1)
         high = np.array([self.endowment] + [self.max_points] * (self.group_size - 1), np.int32)
         return Box(0, high, (self.group_size,), jnp.int32)
