@@ -20,13 +20,15 @@ The test directories are on ``sys.path`` (pytest's default ``prepend`` import mo
 
 from __future__ import annotations
 
+import os
+import signal
+
 import jax
 import numpy as np
 import pytest
 
 from socialjax.reproduce.core import Condition, Entry, Measure, sign_verdict
 from socialjax.testing import ATOL, RTOL, assert_trees_same
-from socialjax.train import Interrupted, Snapshot
 
 BACKEND = jax.default_backend()
 ON_CPU = BACKEND == "cpu"
@@ -117,13 +119,18 @@ def two_run_entry():
 
 
 def run_stopped_at(real_run, trained: list, at: int):
-    """A stand-in for the reproductions' ``run`` that records each run's label in
-    ``trained`` and stops the ``at``-th as Ctrl-C does (the engine's ``Interrupted``)."""
+    """A stand-in for the engine's ``run`` (``socialjax.train.run.run``, which the runner
+    calls) that records each run's label in ``trained`` and stops the ``at``-th after its
+    first update as Ctrl-C does: a SIGINT to this process, seen by the engine's handler,
+    which stops after the update under way with its state."""
+
+    def ctrl_c(snapshot):
+        os.kill(os.getpid(), signal.SIGINT)
 
     def run(env, config, **kwargs):
         trained.append(kwargs["label"])
         if len(trained) == at:
-            raise Interrupted(Snapshot(1, None, {}, 1, None), 1, config.num_updates)
+            kwargs.update(segment=1, on_segment=ctrl_c)
         return real_run(env, config, **kwargs)
 
     return run

@@ -17,6 +17,7 @@ from socialjax.reproduce import DEFAULT_SCALE, ENTRIES, SCALES, get_entry, repro
 from socialjax.reproduce.core import FIGURE_FILE, TABLE_FILE, Stopped, format_table, seed_text
 from socialjax.reproduce.staging import kept_text
 from socialjax.train import store
+from socialjax.train.runner import Failed
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -75,7 +76,11 @@ def main(args: argparse.Namespace) -> int:
             except KeyboardInterrupt:  # a second Ctrl-C, or one while compiling
                 exit_now(130, f"\nstopped at once{kept_text(out)}\n")
     except Stopped as stop:
+        if stop.at_once:
+            exit_now(130, f"\n{entry.name}: {stop}\n")
         parser.exit(130, f"\n{entry.name}: {stop}\n")
+    except Failed as err:  # memory, a full or read-only disk: one line, with what is kept
+        parser.exit(1, f"socialjax reproduce {entry.name}: {err}\n")
     except store.OutputError as err:
         parser.error(f"--out: {err}")
     except ImportError as err:  # a tracker's package (--log) is not installed: said before any training

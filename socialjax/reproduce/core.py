@@ -57,10 +57,11 @@ from socialjax.reproduce.report import (  # noqa: F401 (re-exported)
     write_table,
 )
 from socialjax.reproduce.staging import Staging, kept_text
-from socialjax.train import Interrupted, TrainConfig, run, save_run, store
+from socialjax.train import Interrupted, TrainConfig, run, runner, save_run, store
 from socialjax.train.config import SWEEPABLE
 from socialjax.train.formats import config_to_dict
 from socialjax.train.run import replay
+from socialjax.train.spec import JobSpec
 from socialjax.train.tracking import Listeners, experiment_name, make_trackers, new_folder
 
 
@@ -176,14 +177,10 @@ def _train_and_judge(entry: Entry, scale: str, seeds: int, base_seed: int, out: 
                      f"{grid.num_updates} updates x {grid.num_envs} games x {grid.rollout_len} steps, {seeds} seeds"
                      + ("" if len(group) == 1 else f", one run over {len(group)} grid points")), flush=True)
         if result is None:
-            try:
-                result = run(env, grid, seeds=seeds, base_seed=base_seed, progress=progress, label=names,
-                             log=trackers.get(names, ()))
-            except Interrupted as stop:
-                raise Stopped(stop.snapshot.updates_done, grid.num_updates, names, out) from None
-            if staging is not None:
-                staging.put(names, result, env_name=cond.env[scale], env_options=dict(cond.env_options[scale]),
-                            preset=f"{entry.name}/{names}", base_seed=base_seed)
+            result = _train(staging, names, JobSpec(runner.POPULATION.name, cond.env[scale],
+                                                    dict(cond.env_options[scale]), config_to_dict(grid),
+                                                    tuple(range(seeds)), base_seed, f"{entry.name}/{names}"),
+                            env, grid, trackers.get(names) or Listeners(), progress)
         elif names in trackers:  # trained by an earlier try: its curves streamed as they were then
             replay(result, env, trackers[names], label=names)
         for cond, env, config in group:
@@ -217,6 +214,28 @@ def _train_and_judge(entry: Entry, scale: str, seeds: int, base_seed: int, out: 
     return rep
 
 
+def _train(staging: Staging | None, names: str, spec: JobSpec, env, config: TrainConfig, listeners: Listeners,
+           progress: bool):
+    """The run of the conditions ``names``: through the runner into the staging folder
+    (kept when it finishes, its state saved when stopped), or, with no output folder,
+    trained in memory; a stop is :class:`Stopped` (a failure the runner's ``Failed``),
+    naming the run and what is kept."""
+    if staging is None:
+        try:
+            return run(env, config, seeds=len(spec.seeds), base_seed=spec.base_seed, progress=progress, label=names,
+                       log=listeners)
+        except Interrupted as stop:
+            raise Stopped(f"stopped during {names} (update {stop.snapshot.updates_done} of {config.num_updates}); "
+                          "nothing is kept without an output folder") from None
+    out = staging.folder.parent
+    try:
+        return staging.train(names, spec, listeners, progress)
+    except runner.Stopped as stop:
+        raise Stopped(f"stopped during {names}: {stop}{kept_text(out)}", stop.at_once) from None
+    except runner.Failed as err:
+        raise runner.Failed(f"{names}: {err}{kept_text(out)}") from None
+
+
 def _write(rep: Reproduction, out: Path, plans: list, runs: dict) -> None:
     """The reproduction's folder: each condition's run, the table, the figure, the
     summary and the JSON record. The folder was checked at the start and is held by this
@@ -236,12 +255,10 @@ def _write(rep: Reproduction, out: Path, plans: list, runs: dict) -> None:
                                                                        "base_seed": rep.base_seed})
 
 
-class Stopped(Exception):
-    """A reproduction stopped by Ctrl-C or SIGTERM: the runs it finished are kept in its
-    output folder, and the same command continues from them."""
-
-    def __init__(self, done: int, total: int, names: str, out: Path | None):
-        where = kept_text(out) or "; no run had finished"
-        super().__init__(f"stopped during {names} (update {done} of {total}, which is lost){where}")
+class Stopped(runner.Stopped):
+    """A reproduction stopped by Ctrl-C or SIGTERM: the runs it finished, and the state
+    of the one under way, are kept in its output folder, and the same command continues
+    from them (``at_once``: a second signal, or one while compiling, gave no time to
+    save the run under way)."""
 
 

@@ -1,12 +1,15 @@
 """Finished conditions of a reproduction kept while it runs, so that a stop loses only
 the run under way.
 
-While ``socialjax reproduce`` trains, each run it finishes (one condition, or a group of
-conditions trained as one grid) is saved at once in ``OUT/resume/<run>/``, a population
-result written whole (:func:`socialjax.train.save_run`), beside ``OUT/resume/reproduce.json``
-(the entry, scale, seeds and base seed). The output folder is then an unfinished run
+While ``socialjax reproduce`` trains, each run (one condition, or a group of conditions
+trained as one grid) is a job of the one runner (:func:`socialjax.train.runner.execute`)
+whose output folder is ``OUT/resume/<run>/``, beside ``OUT/resume/reproduce.json`` (the
+entry, scale, seeds and base seed): a finished run is a population result written whole
+(:func:`socialjax.train.save_run`), a run stopped by Ctrl-C or SIGTERM keeps its training
+state there as a checkpoint. The output folder is then an unfinished run
 (:func:`socialjax.train.store.folder_state`); the same command run again reads the
-finished runs back instead of training them (their bits are the ones saved), and the
+finished runs back instead of training them (their bits are the ones saved), continues
+the stopped one from its checkpoint (the same bits as a run never stopped), and the
 reproduction's own folder replaces ``OUT`` when every condition is done. A run saved
 for other settings is refused (``--overwrite`` starts again); a damaged one, or one
 saved in another format version (:data:`socialjax.train.formats.FORMAT_VERSION`), is
@@ -20,9 +23,14 @@ import re
 import shutil
 from pathlib import Path
 
-from socialjax.train import RunResult, load_run, save_run, store
+from socialjax.train import RunResult, load_run, results, store
+from socialjax.train.population import make_train
+from socialjax.train.runner import Destination, execute
+from socialjax.train.spec import JobSpec
+from socialjax.train.tracking import Listeners
 
 SETTINGS_FILE = "reproduce.json"
+CONTINUE_WITH = "the same socialjax reproduce command"  # what continues a stopped reproduction
 
 
 class Staging:
@@ -67,14 +75,32 @@ class Staging:
                          meta.get("chunk"), int(meta.get("memory_bytes", 0)),
                          {k: tuple(v) for k, v in meta.get("compile_times", {}).items()})
 
-    def put(self, name: str, result: RunResult, *, env_name: str, env_options: dict, preset: str,
-            base_seed: int) -> None:
-        """Save the finished run ``name`` (whole or not at all)."""
+    def train(self, name: str, spec: JobSpec, listeners: Listeners, progress: bool) -> RunResult:
+        """Train the run ``name`` (``spec``, a population job) into its folder through the
+        runner, from the checkpoint a stopped try of the same settings left there, if
+        any. A stop or a failure is the runner's :class:`~socialjax.train.runner.Stopped`
+        or :class:`~socialjax.train.runner.Failed`, the state kept."""
         self.folder.mkdir(parents=True, exist_ok=True)
         with store.replacing(self.folder / SETTINGS_FILE) as tmp:
             tmp.write_text(json.dumps(self.settings, indent=2) + "\n")
-        save_run(result, self.folder / run_folder(name), env_name=env_name, env_options=env_options, preset=preset,
-                 base_seed=base_seed, plot=False, overwrite=True)
+        folder = self.folder / run_folder(name)
+        dest = Destination(folder, overwrite=True, continue_with=CONTINUE_WITH)
+        result, _ = execute(spec, dest, listeners, resume=_checkpoint(folder, spec), progress=progress)
+        return result
+
+
+def _checkpoint(folder: Path, spec: JobSpec):
+    """The :class:`~socialjax.train.engine.Snapshot` a stopped try of ``spec`` left in
+    ``folder``; ``None`` when there is none, or it is damaged or of other settings."""
+    if store.folder_state(folder) not in ("unfinished", "replacing"):
+        return None
+    try:
+        checkpoint = results.load_checkpoint(folder)
+        if not checkpoint.spec.same_settings(spec):
+            return None
+        return results.restore_snapshot(checkpoint, make_train(checkpoint.env, checkpoint.config))
+    except (store.ResultError, store.OutputError, ValueError, KeyError, OSError):
+        return None
 
 
 def finished_runs(out: str | Path) -> list[str]:
@@ -82,7 +108,8 @@ def finished_runs(out: str | Path) -> list[str]:
     folder = Path(out) / store.RESUME_DIR
     if not (folder / SETTINGS_FILE).is_file():
         return []
-    return sorted(p.name for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+    return sorted(p.name for p in folder.iterdir()
+                  if p.is_dir() and not p.name.startswith(".") and store.folder_state(p) == "result")
 
 
 def kept_text(out: str | Path | None) -> str:

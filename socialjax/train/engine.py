@@ -187,8 +187,11 @@ def run_job(
     K = _segment_length(segment, job, bool(progress) and bool(job.log_every))
     listeners, shown = _listeners(job, trackers, progress, label, K)
     failed_before = len(listeners.failures)
-    with listeners.including(*shown):
-        listeners.open(run_set(job, seeds, label))  # before the clock starts: a W&B run takes a while to start
+    runs = run_set(job, seeds, label)
+    listeners.open(runs)  # before the clock starts: a W&B run takes a while to start
+    if resume is not None:  # the trackers get a resumed run's earlier updates first: each log holds the whole run
+        listeners.log(0, job.tracked(resume.metrics))
+    with listeners.including(*shown, runs=runs):
         start = time.perf_counter()
         keys = run_keys(np.tile(seeds, G), base_seed)
         run_hparams = {k: np.repeat(v, S) for k, v in grid.items()}

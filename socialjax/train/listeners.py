@@ -116,18 +116,24 @@ class Listeners:
         return len(self.members)
 
     @contextlib.contextmanager
-    def including(self, *members):
+    def including(self, *members, runs: RunSet | None = None):
         """``members`` after the ones there for the time of a ``with`` block (the engine's
-        live display or progress lines, for one run), closed and let go at its end."""
+        live display or progress lines, for one run), opened for ``runs`` when given,
+        closed and let go at its end."""
         self.members.extend(members)
         try:
+            if runs is not None:
+                self._open(members, runs)
             yield self
         finally:
             self.close(members)
 
     def open(self, runs: RunSet) -> None:
         """Open every member for ``runs``; one that fails is dropped (training goes on without it)."""
-        for member in list(self.members):
+        self._open(list(self.members), runs)
+
+    def _open(self, members, runs: RunSet) -> None:
+        for member in members:
             opened = self._call(member, "to open", "training goes on without it", member.open, runs)
             if opened and not _holds(self._opened, member):
                 self._opened.append(member)

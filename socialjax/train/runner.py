@@ -76,12 +76,19 @@ class Failed(Exception):
 class Destination:
     """Where a job's result and checkpoints go: ``out``, ``overwrite`` (an earlier result
     there may be replaced), ``checkpoint_every`` (updates between checkpoints; ``None``:
-    saved only when a signal stops it) and ``memory`` (bytes a device may use)."""
+    saved only when a signal stops it), ``memory`` (bytes a device may use) and
+    ``continue_with`` (what continues a stopped job, for its messages; default
+    ``socialjax train --resume OUT``)."""
 
     out: Path
     overwrite: bool = False
     checkpoint_every: int | None = None
     memory: int | None = None
+    continue_with: str | None = None
+
+    @property
+    def continuation(self) -> str:
+        return self.continue_with or f"socialjax train --resume {self.out}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,7 +139,7 @@ def execute(spec: JobSpec, dest: Destination, listeners: Listeners, *, resume: S
             saved[0] = snapshot.updates_done
 
     def kept() -> str:
-        return what_is_kept(out, f"{kind.unit} {saved[0]} of {total}" if saved[0] else "")
+        return what_is_kept(out, f"{kind.unit} {saved[0]} of {total}" if saved[0] else "", dest.continuation)
 
     try:
         result = kind.train(spec, progress=progress, label=spec.label, chunk=chunk, memory=dest.memory,
@@ -151,11 +158,11 @@ def execute(spec: JobSpec, dest: Destination, listeners: Listeners, *, resume: S
             raise Failed(f"stopped after {kind.unit} {done}, but {store.os_error_line(err, 'write the checkpoint')}"
                          ": nothing was saved") from None
         raise Stopped(f"stopped after {kind.unit} {done} of {total}: the training state is saved in {out}/resume; "
-                      f"continue with: socialjax train --resume {out}") from None
+                      f"continue with: {dest.continuation}") from None
     except KeyboardInterrupt:  # a second signal, or one while compiling
         if saved[0]:
             raise Stopped(f"stopped at once: the last checkpoint ({kind.unit} {saved[0]} of {total}) is in "
-                          f"{out}/resume; continue with: socialjax train --resume {out}", at_once=True) from None
+                          f"{out}/resume; continue with: {dest.continuation}", at_once=True) from None
         raise Stopped("stopped at once; nothing was saved (no checkpoint yet)", at_once=True) from None
     if not lead:
         return result, ""
@@ -182,15 +189,16 @@ def _write(kind: JobKind, result, spec: JobSpec, dest: Destination, replace: boo
     return text
 
 
-def what_is_kept(out: Path, last: str = "") -> str:
+def what_is_kept(out: Path, last: str = "", continue_with: str | None = None) -> str:
     """What a stopped or failed job leaves, for the end of its line: its last checkpoint
-    (``last``: which update it holds, when known) with the ``--resume`` command, an
-    earlier result that stays, or that nothing was saved."""
+    (``last``: which update it holds, when known) with the command that continues it
+    (``continue_with``, default ``socialjax train --resume OUT``), an earlier result
+    that stays, or that nothing was saved."""
     kept = ""
     state = store.folder_state(Path(out))
     if state in ("unfinished", "replacing"):
         kept = (f"; the last checkpoint{f' ({last})' if last else ''} in {out}/resume is "
-                f"intact: continue with `socialjax train --resume {out}`")
+                f"intact: continue with `{continue_with or f'socialjax train --resume {out}'}`")
     if state in ("result", "replacing"):
         kept += f"; the earlier result in {out} is intact"
     return kept or "; nothing was saved"

@@ -10,7 +10,7 @@ from support import TINY_IPD, run_stopped_at, two_run_entry
 
 import socialjax as sj
 from socialjax import cli
-from socialjax.reproduce import ENTRIES, get_entry
+from socialjax.reproduce import ENTRIES, core, get_entry
 from socialjax.reproduce.core import (
     Analysis,
     Condition,
@@ -29,6 +29,7 @@ from socialjax.reproduce.core import (
 )
 from socialjax.reproduce.schelling import compositions, diagram
 from socialjax.train import TrainConfig, store
+from socialjax.train.runner import run_module
 
 
 def test_final_values_average_the_last_fifth_and_skip_updates_without_an_episode():
@@ -231,27 +232,29 @@ def test_an_entry_of_analysis_alone_trains_nothing_and_writes_its_folder(tmp_pat
 
 
 # ---------------------------------------------------------------------- a stopped reproduction
-def test_a_stopped_reproduction_keeps_its_finished_runs_and_a_rerun_reuses_them(tmp_path, monkeypatch):
-    """Stopped (Ctrl-C) during its second run, a reproduction leaves its first run saved
-    and the folder an unfinished run; the same call again trains only the second run and
-    gives the result of a reproduction never stopped. Other settings are refused there."""
-    from socialjax.reproduce import core
-
+def test_a_stopped_reproduction_keeps_its_runs_and_a_rerun_continues_them(tmp_path, monkeypatch):
+    """Stopped (Ctrl-C) after the first update of its second run, a reproduction leaves
+    its first run saved and the second one's state as a checkpoint, the folder an
+    unfinished run; the same call again reads the first back, continues the second from
+    its checkpoint, and gives the bits of a reproduction never stopped. Other settings
+    are refused there."""
     entry, out = two_run_entry(), tmp_path / "rep"
     whole = reproduce(entry, "small", out=tmp_path / "whole", progress=False)
-    real_run, trained = core.run, []
+    real_run, trained = run_module.run, []
 
-    monkeypatch.setattr(core, "run", run_stopped_at(real_run, trained, 2))
-    with pytest.raises(core.Stopped, match=r"stopped during long \(update 1 of 2.*the 1 run\(s\) finished are kept in"):
+    monkeypatch.setattr(run_module, "run", run_stopped_at(real_run, trained, 2))
+    with pytest.raises(core.Stopped, match=r"stopped during long: stopped after update 1 of 2: the training state "
+                                           r"is saved in .*continue with: the same socialjax reproduce command; "
+                                           r"the 1 run\(s\) finished are kept in"):
         reproduce(entry, "small", out=out, progress=False)
-    assert store.folder_state(out) == "unfinished"
+    assert store.folder_state(out) == "unfinished" and store.folder_state(out / "resume" / "long") == "unfinished"
     with pytest.raises(store.OutputError, match="other settings .*seeds 2, .*not .*seeds 3"):
         reproduce(entry, "small", 3, out=out, progress=False)
-    trained.clear()
-    monkeypatch.setattr(core, "run", lambda env, config, **kw: trained.append(kw["label"]) or real_run(env, config,
-                                                                                                          **kw))
+    resumed = []
+    monkeypatch.setattr(run_module, "run", lambda env, config, **kw: resumed.append((kw["label"], kw["resume"]))
+                        or real_run(env, config, **kw))
     again = reproduce(entry, "small", out=out, progress=False)
-    assert trained == ["long"]  # "short" was read back
+    assert [(label, snapshot.updates_done) for label, snapshot in resumed] == [("toy-ipd/long", 1)]  # short read back
     assert store.folder_state(out) == "result" and not (out / store.RESUME_DIR).exists()
     store.verify(out, kind="reproduction")
     for key, values in whole.finals.items():
@@ -262,27 +265,41 @@ def test_conditions_trained_as_one_grid_are_read_back_on_a_rerun(tmp_path, monke
     """Two conditions that differ only in a hyperparameter train as one grid; stopped in
     the run after it, the same call again reads the grid back instead of training it
     (its saved sweep reads back as a tuple, the rerun's is a list: they are the same)."""
-    from socialjax.reproduce import core
-    from socialjax.train import Interrupted, Snapshot
-
     conditions = tuple(Condition(name, env={"small": "ipd"}, env_options={"small": {"num_rounds": rounds}},
                                  config={"small": {**TINY_IPD, "lr": lr}})
                        for name, rounds, lr in (("slow", 5, 1e-3), ("fast", 5, 3e-3), ("long", 10, 1e-3)))
     entry = dataclasses.replace(two_run_entry(), conditions=conditions)
-    real_run, trained = core.run, []
-
-    def stopped_at_the_lone_run(env, config, **kwargs):
-        trained.append(kwargs["label"])
-        if "," not in kwargs["label"]:
-            raise Interrupted(Snapshot(1, None, {}, 1, None), 1, config.num_updates)
-        return real_run(env, config, **kwargs)
-
-    monkeypatch.setattr(core, "run", stopped_at_the_lone_run)
+    real_run, trained = run_module.run, []
+    monkeypatch.setattr(run_module, "run", run_stopped_at(real_run, trained, 2))
     with pytest.raises(core.Stopped):
         reproduce(entry, "small", out=tmp_path / "rep", progress=False)
-    assert trained == ["slow, fast", "long"]
+    assert trained == ["toy-ipd/slow, fast", "toy-ipd/long"]
     trained.clear()
-    monkeypatch.setattr(core, "run", lambda env, config, **kw: trained.append(kw["label"]) or real_run(env, config,
-                                                                                                          **kw))
+    monkeypatch.setattr(run_module, "run", lambda env, config, **kw: trained.append(kw["label"])
+                        or real_run(env, config, **kw))
     reproduce(entry, "small", out=tmp_path / "rep", progress=False)
-    assert trained == ["long"]  # the grid was read back
+    assert trained == ["toy-ipd/long"]  # the grid was read back
+
+
+def test_a_stop_without_an_output_folder_says_nothing_is_kept(monkeypatch):
+    real_run, trained = core.run, []
+    monkeypatch.setattr(core, "run", run_stopped_at(real_run, trained, 1))
+    with pytest.raises(core.Stopped, match=r"stopped during short \(update 1 of 2\); nothing is kept without"):
+        reproduce(two_run_entry(), "small", progress=False)
+
+
+def test_the_reproduce_command_stopped_exits_130_saying_how_to_continue(tmp_path, monkeypatch, capsys):
+    """Ctrl-C during a run of ``socialjax reproduce`` (the README's first command is one):
+    status 130, no traceback, one line naming the run, where its state is and how to
+    continue; nothing printed before it under ``--quiet``."""
+    entry = two_run_entry()
+    monkeypatch.setitem(ENTRIES, entry.name, entry)
+    monkeypatch.setattr(run_module, "run", run_stopped_at(run_module.run, [], 1))
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(["reproduce", entry.name, "--scale", "small", "--out", str(tmp_path / "r"), "--quiet"])
+    assert stopped.value.code == 130
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.strip().splitlines()[-1].startswith(
+        f"toy-ipd: stopped during short: stopped after update 1 of 2: the training state is saved in {tmp_path / 'r'}")
+    assert err.strip().endswith("continue with: the same socialjax reproduce command")

@@ -26,6 +26,7 @@ from socialjax.reproduce import core
 from socialjax.reproduce.core import Analysis, Entry, reproduce
 from socialjax.train import TrainConfig, trackers
 from socialjax.train import run as run_fn
+from socialjax.train.runner import run_module
 from socialjax.train.tracking import (
     WANDB_INIT_TIMEOUT,
     CsvLog,
@@ -196,10 +197,10 @@ def test_reproduce_logs_every_run_after_a_stopped_try(tmp_path, monkeypatch):
     read back), and its log folder holds both runs: the one trained now and the one read
     back, streamed as it was when it trained."""
     entry, out, log_dir = two_run_entry(), tmp_path / "rep", tmp_path / "runs"
-    real_run, trained = core.run, []
+    real_run, trained = run_module.run, []
 
     with monkeypatch.context() as mp:
-        mp.setattr(core, "run", run_stopped_at(real_run, trained, 2))
+        mp.setattr(run_module, "run", run_stopped_at(real_run, trained, 2))
         with pytest.raises(core.Stopped):
             reproduce(entry, "small", out=out, progress=False, log=["csv"], log_dir=log_dir)
     reproduce(entry, "small", out=out, progress=False, log=["csv"], log_dir=log_dir)
