@@ -264,12 +264,18 @@ def initial_distribution(p, q, noise: float = 0.0) -> np.ndarray:
     return _joint(_with_noise(p[0], noise), _with_noise(q[0], noise))
 
 
+NEGLIGIBLE = 1e-12  # a transition this unlikely is taken as impossible (1 - it is 1 to float64's precision)
+
+
 def _long_run(M: np.ndarray, v0: np.ndarray) -> np.ndarray:
     """Cesaro limit ``lim (1/T) sum_t v0 M^t`` of a finite Markov chain, exactly: the
     stationary distribution of each closed class, weighted by the probability of
-    being absorbed into it from ``v0``. Handles reducible and periodic chains."""
+    being absorbed into it from ``v0``. Handles reducible and periodic chains. A
+    transition of probability below :data:`NEGLIGIBLE` does not connect two states (a
+    state left with probability 1e-193 per round is, in float64, never left: its
+    expected visits before leaving cannot be computed)."""
     n = M.shape[0]
-    reach = (M > 0) | np.eye(n, dtype=bool)
+    reach = (M > NEGLIGIBLE) | np.eye(n, dtype=bool)
     for _ in range(n):  # transitive closure
         reach = reach | ((reach.astype(np.int64) @ reach.astype(np.int64)) > 0)
     recurrent = [i for i in range(n) if all(reach[j, i] for j in range(n) if reach[i, j])]

@@ -5,7 +5,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import socialjax.agents as agents
@@ -195,6 +195,8 @@ vector = st.lists(prob, min_size=5, max_size=5).map(lambda v: np.array(v))
 
 @settings(max_examples=60, deadline=None)
 @given(p=vector, q=vector, noise=st.floats(0.0, 0.5))
+@example(p=np.array([0.0, 0.0, 0.0, 0.0, 5.3e-193]), q=np.array([0.0, 0.0, 1.0, 1.0, 0.0]), noise=0.0)  # singular
+@example(p=np.array([0.0, 0.0, 0.0, 0.0, 5.3e-193]), q=np.array([0.0, 0.0, 1.0, 0.5, 0.0]), noise=0.0)  # NaN
 def test_stationary_distribution_properties(p, q, noise):
     pi = stationary_distribution(p, q, noise)
     chex.assert_shape(pi, (4,))
