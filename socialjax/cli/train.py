@@ -313,10 +313,9 @@ def run_job(parser, args, job: dict, out_dir: str, *, chunk=None, memory=None, r
                        None if memory is None else int(memory * 2**30))
     with claimed(parser, out_dir) if lead else contextlib.nullcontext(), \
             tracking(open_trackers(parser, args, name) if lead else []) as listeners:
-        if not args.quiet and lead:
-            print(_start_line(job, config, dest, resume), flush=True)
         result, text = _execute(parser, args, spec, dest, listeners, f"socialjax train {name}", resume=resume,
-                                chunk=chunk, lead=lead)
+                                chunk=chunk, lead=lead,
+                                start_line=_start_line(job, config, dest, resume) if not args.quiet and lead else None)
         if text and not args.quiet:
             print(text, flush=True)
     return result

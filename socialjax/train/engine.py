@@ -204,6 +204,8 @@ def run_job(
             xs, metrics_so_far = ((blocks.keys, []) if resume is None
                                   else (put_state(resume.state, blocks.layout), [resume.metrics]))
             compile_seconds = time.perf_counter() - start
+            if stop.at_once:  # a signal while compiling whose KeyboardInterrupt was lost on the way
+                raise KeyboardInterrupt
             stop.stoppable = True
             try:
                 final, metrics = run_segments(job, blocks, plan, xs, done, metrics_so_far, listeners, K, on_segment,

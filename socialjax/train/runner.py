@@ -36,13 +36,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import jax
 import numpy as np
 
 from socialjax.core.registry import make
 from socialjax.train import results, store
 from socialjax.train.engine import Interrupted, Snapshot
 from socialjax.train.formats import config_from_dict
-from socialjax.train.interrupts import deferred
+from socialjax.train.interrupts import deferred, interrupts
 from socialjax.train.spec import JobSpec
 from socialjax.train.tracking import Listeners
 
@@ -125,10 +126,12 @@ def kind_of(spec: JobSpec) -> JobKind:
 
 
 def execute(spec: JobSpec, dest: Destination, listeners: Listeners, *, resume: Snapshot | None = None,
-            chunk: int | None = None, progress: bool = True, lead: bool = True) -> tuple[Any, str]:
+            chunk: int | None = None, progress: bool = True, lead: bool = True,
+            start_line: str | None = None) -> tuple[Any, str]:
     """Run ``spec`` into ``dest`` (see the module docstring); returns the kind's result
-    and the summary text (empty where not ``lead``). A first signal while the result is
-    written lets it finish, then :class:`Stopped` says where it is."""
+    and the summary text (empty where not ``lead``). ``start_line`` is printed first, once
+    a signal would stop the job cleanly. A first signal while the result is written lets
+    it finish, then :class:`Stopped` says where it is."""
     kind, out, every = kind_of(spec), Path(dest.out), dest.checkpoint_every
     total = kind.num_updates(spec)
     saved = [resume.updates_done if resume is not None else 0]
@@ -142,9 +145,12 @@ def execute(spec: JobSpec, dest: Destination, listeners: Listeners, *, resume: S
         return what_is_kept(out, f"{kind.unit} {saved[0]} of {total}" if saved[0] else "", dest.continuation)
 
     try:
-        result = kind.train(spec, progress=progress, label=spec.label, chunk=chunk, memory=dest.memory,
-                            segment=every, on_segment=checkpoint if every else None, resume=resume,
-                            trackers=listeners)
+        with interrupts(enabled=jax.process_count() == 1):  # from the start: building and compiling the job too
+            if start_line:
+                print(start_line, flush=True)
+            result = kind.train(spec, progress=progress, label=spec.label, chunk=chunk, memory=dest.memory,
+                                segment=every, on_segment=checkpoint if every else None, resume=resume,
+                                trackers=listeners)
     except MemoryError as err:  # after compiling: before anything ran, or part-way (DeviceMemoryError)
         raise Failed(f"{err}{kept()}") from None
     except OSError as err:  # a checkpoint could not be written (a listener's failure never comes here)

@@ -25,11 +25,11 @@ from pathlib import Path
 import jax
 import numpy as np
 import pytest
-from support import assert_same, cpu_only, reseal
+from support import TINY_IPD, assert_same, cpu_only, reseal
 
 import socialjax as sj
 from socialjax import cli
-from socialjax.train import TrainConfig, results, store
+from socialjax.train import TrainConfig, engine, results, store
 
 CONFIG = TrainConfig(num_envs=4, rollout_len=10, num_updates=6, hidden=8, update_epochs=1, num_minibatches=1,
                      lr=[1e-3, 3e-3], seating="fixed", seats=(0, 1), scripted=("tft",), evaluate=False)
@@ -379,6 +379,26 @@ def test_a_stop_during_compilation_ends_the_process_at_once(signum, tmp_path):
     assert "stopped at once; nothing was saved" in stderr
     assert store.folder_state(out) == "missing"
     assert not list(tmp_path.glob(".run.*"))  # no lock, no temporary left
+
+
+def test_a_signal_whose_interrupt_is_lost_while_compiling_still_stops_before_training(monkeypatch):
+    """Native code that checks for signals while it compiles may clear the
+    ``KeyboardInterrupt`` the handler raised (a CI run trained to the end after a Ctrl-C
+    sent while it compiled). The signal is noted, and the engine stops at once when the
+    compilation returns instead of training."""
+    compile_stages = engine.compile_stages
+
+    def losing_the_interrupt(*args, **kwargs):
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(1.0)  # the handler runs here
+        except KeyboardInterrupt:
+            pass  # cleared, as native code may
+        return compile_stages(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "compile_stages", losing_the_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        sj.train.run(sj.make("ipd"), TrainConfig().replace(**TINY_IPD), seeds=1, progress=False)
 
 
 # ------------------------------------------------------------------------ donor-evolution
