@@ -58,17 +58,21 @@ class Condition:
 @dataclasses.dataclass(frozen=True)
 class Measure:
     """A quantity of a run: ``metric`` of the training metrics (``(U,)`` or ``(U, P)``,
-    averaged over members ``members`` when given), divided by ``normaliser(env)`` when
-    given (e.g. the most an episode can hold, for a fraction), its value the mean over
-    the last (``window="end"``) or the first (``"start"``) :data:`FINAL_SHARE` of
-    updates, or the last minus the first (``"change"``)."""
+    averaged over members ``members`` when given, or summed with ``total``), as a share
+    of ``denominator`` (another metric, taken the same way; NaN in an update where it is
+    0) when given, divided by ``normaliser(env)`` when given (e.g. the most an episode
+    can hold, for a fraction); its value the mean over the last (``window="end"``) or
+    the first (``"start"``) :data:`FINAL_SHARE` of updates, or the last minus the first
+    (``"change"``)."""
 
     name: str
     metric: str
     label: str
-    members: slice | None = None  # for (U, P) metrics: the members averaged (default all)
+    members: slice | None = None  # for (U, P) metrics: the members taken (default all)
     window: str = "end"
     normaliser: Callable[[Any], float] | None = None  # the condition's env -> the divisor
+    denominator: str | None = None  # a metric: the measure is metric / denominator per update
+    total: bool = False  # (U, P) metrics summed over the members instead of averaged
 
     def __post_init__(self):
         if self.window not in WINDOWS:
@@ -182,12 +186,22 @@ def stream_key(stream: int, base_seed: int = 0) -> jax.Array:
 def measure_curve(metrics: Mapping[str, np.ndarray], measure: Measure, env: Any = None) -> np.ndarray:
     """``(S, U)`` curve of ``measure`` from one condition's metrics (leading ``(G=1, S,
     U, ...)``) on ``env`` (the condition's, for the measure's normaliser)."""
-    values = np.asarray(metrics[measure.metric], np.float64)[0]  # (S, U, ...)
-    if values.ndim == 3:
-        values = values[:, :, measure.members if measure.members is not None else slice(None)]
-        values = np.nanmean(values, axis=2)
+    values = _over_members(metrics[measure.metric], measure)
+    if measure.denominator is not None:
+        whole = _over_members(metrics[measure.denominator], measure)
+        values = np.where(whole > 0, values / np.where(whole > 0, whole, 1.0), np.nan)
     if measure.normaliser is not None:
         values = values / float(measure.normaliser(env))
+    return values
+
+
+def _over_members(metric: np.ndarray, measure: Measure) -> np.ndarray:
+    """``(S, U)``: a metric ``(G=1, S, U[, P])`` averaged (or, ``total``, summed) over
+    the measure's members."""
+    values = np.asarray(metric, np.float64)[0]
+    if values.ndim == 3:
+        values = values[:, :, measure.members if measure.members is not None else slice(None)]
+        values = values.sum(axis=2) if measure.total else np.nanmean(values, axis=2)
     return values
 
 

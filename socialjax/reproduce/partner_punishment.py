@@ -38,7 +38,7 @@ selection network is, from its rewards in the rounds of its own game. (Not
 populations took 12-25 s to compile, per condition.) At paper scale also 5 independent
 DQN learners of ``socialjax.train`` (128 hidden units, discount 0.9; 2000 episodes each
 seed, 20 seeds) on each condition's own game and on the game with third-party
-punishment, trained by :func:`dqn_values`. Measured over training: the
+punishment: the entry's conditions (paper scale only). Measured over training: the
 cooperation rate of the rounds played (cooperated / played, the environment's event
 counts), punishments per episode, and the episode's total reward, whose accounting
 (PD payoffs from the counts, minus 3 per punishment, +2 just, -10 unjust) the test
@@ -74,7 +74,9 @@ from socialjax import make
 from socialjax.reproduce.core import (
     FINAL_SHARE,
     Analysis,
+    Condition,
     Entry,
+    Measure,
     Reference,
     combined_verdict,
     final_values,
@@ -83,7 +85,6 @@ from socialjax.reproduce.core import (
     stream_key,
 )
 from socialjax.reproduce.partner_punishment_tabular import GAMMA, tabular_run
-from socialjax.train import TrainConfig, run
 from socialjax.viz.plots import mean_ci95, pyplot
 
 # ----------------------------------------------------------------------------- conditions
@@ -177,49 +178,53 @@ DQN = dict(algo="dqn", hidden=128, gamma=GAMMA, lr=1e-3, num_envs=8, num_updates
            eps_end=0.01, eps_decay=0.5, seating="independent", evaluate=False)
 
 
-def dqn_values(seeds: int, base_seed: int = 0) -> dict[tuple[str, str], np.ndarray]:
-    """Each condition (and third-party punishment) trained with ``socialjax.train``'s
-    DQN: the same keys as the tabular rows, from the training metrics (per episode,
-    summed over the agents)."""
-    out = {}
-    for name, options in {**CONDITIONS, **PAPER_ONLY}.items():
-        env = make_env(options)
-        config = TrainConfig().replace(rollout_len=env.episode_length, **DQN)
-        print(f"[partner-punishment] dqn/{name}: {config.num_updates} updates x {config.num_envs} games x "
-              f"{config.rollout_len} steps, {seeds} seeds", flush=True)
-        m = run(env, config, seeds=seeds, base_seed=base_seed, progress=False, label=f"dqn/{name}").metrics
+def dqn_condition(name: str, options: dict) -> Condition:
+    """The DQN learners of one condition (paper scale): the one-action game of one cycle
+    per episode."""
+    env = dict(num_agents=NUM_AGENTS, num_rounds=NUM_ROUNDS, num_cycles=1, **options)
+    episode = make_env(options).episode_length
+    return Condition(f"dqn/{name}", env={"paper": "partner_punishment_one_action"}, env_options={"paper": env},
+                     config={"paper": dict(DQN, rollout_len=episode)})
 
-        def total(key):
-            x = np.asarray(m[f"events/{key}"], np.float64)[0]  # (S, U[, N])
-            return x.sum(axis=-1) if x.ndim == 3 else x
 
-        reward = np.asarray(m["collective_return"], np.float64)[0]  # (S, U): summed over the agents
-        out.update(summarise(f"dqn/{name}", total("played"), total("cooperated"), total("punished"),
-                             total("unjust_punishments"), reward))
-    return out
+DQN_CONDITIONS = tuple(dqn_condition(name, options) for name, options in {**CONDITIONS, **PAPER_ONLY}.items())
+# the DQN rows' quantities, from the training metrics: per episode, over the agents
+MEASURES = (
+    Measure("cooperation", "events/cooperated", "cooperation rate (cooperated / played)", denominator="events/played"),
+    Measure("cooperation start", "events/cooperated", "cooperation rate, first fifth of training",
+            denominator="events/played", window="start"),
+    Measure("punishments", "events/punished", "punishments per episode", total=True),
+    Measure("unjust punishments", "events/unjust_punishments", "unjust punishments per episode", total=True),
+    Measure("played", "events/played", "rounds played per episode (counted per player)", total=True),
+    Measure("cooperated", "events/cooperated", "cooperations per episode", total=True),
+    Measure("reward", "collective_return", "total reward per episode"),
+)
+assert tuple(m.name for m in MEASURES) == QUANTITIES
 
 
 # ------------------------------------------------------------------------------ the entry
+TABULAR_ROWS = tuple(f"tabular/{n}" for n in CONDITIONS)
+
+
 def rows(scale: str) -> tuple[str, ...]:
-    names = [f"tabular/{n}" for n in CONDITIONS]
-    if scale == "paper":
-        names += [f"dqn/{n}" for n in {**CONDITIONS, **PAPER_ONLY}]
-    return tuple(names)
+    return TABULAR_ROWS + (tuple(c.name for c in DQN_CONDITIONS) if scale == "paper" else ())
 
 
 def _keys(scale: str) -> tuple[tuple[str, str], ...]:
-    return tuple((row, q) for row in rows(scale) for q in QUANTITIES)
+    return tuple((row, q) for row in TABULAR_ROWS for q in QUANTITIES)
 
 
 def _series(scale: str) -> tuple[tuple[str, str], ...]:
-    return tuple((row, f"{q} over training") for row in rows(scale) for q in ("cooperation", "punishments"))
+    return tuple((row, f"{q} over training") for row in TABULAR_ROWS for q in ("cooperation", "punishments"))
 
 
 def _compute(runs, scale: str, seeds: int, base_seed: int) -> dict[tuple[str, str], np.ndarray]:
-    out = tabular_values(scale, seeds, base_seed)
-    if scale == "paper":
-        out.update(dqn_values(seeds, base_seed))
-    return out
+    return tabular_values(scale, seeds, base_seed)  # (the DQN rows are conditions, measured as such)
+
+
+def curve_over_training(rep, row: str, quantity: str) -> np.ndarray:
+    """``(S, X)``: a tabular row's series over episodes, a DQN row's measure over updates."""
+    return rep.curves.get((row, f"{quantity} over training"), rep.curves.get((row, quantity)))
 
 
 def _criterion(finals):
@@ -240,13 +245,13 @@ def plot(rep, path) -> None:
     condition."""
     plt = pyplot()
 
-    learners = [k for k in ("tabular", "dqn") if (f"{k}/baseline", "cooperation over training") in rep.curves]
+    learners = [k for k in ("tabular", "dqn") if curve_over_training(rep, f"{k}/baseline", "cooperation") is not None]
     fig, axes = plt.subplots(len(learners), 2, figsize=(10, 3.6 * len(learners)), squeeze=False)
     for r, learner in enumerate(learners):
         for ax, quantity, label in zip(axes[r], ("cooperation", "punishments"),
                                        ("cooperation rate (cooperated / played)", "punishments per episode")):
             for row in (x for x in rows(rep.scale) if x.startswith(learner + "/")):
-                curve = rep.curves[(row, f"{quantity} over training")]
+                curve = curve_over_training(rep, row, quantity)
                 ok = np.isfinite(curve).all(axis=0)
                 x = (np.arange(curve.shape[1]) + 1)[ok]
                 mean, low, high = mean_ci95(curve[:, ok])
@@ -285,8 +290,8 @@ PARTNER_PUNISHMENT = Entry(
     name="partner-punishment",
     title="Direct punishment, partner selection and reputation vs neither, independent learners in the PD",
     citation="Dasgupta & Musolesi, Autonomous Agents and Multi-Agent Systems 39(1), 2025 (arXiv 2301.08278)",
-    conditions=(),
-    measures=(),
+    conditions=DQN_CONDITIONS,
+    measures=MEASURES,
     references=_references(),
     criterion=_criterion,
     criterion_text=(

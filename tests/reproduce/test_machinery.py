@@ -15,12 +15,14 @@ from socialjax.reproduce.core import (
     Analysis,
     Condition,
     Entry,
+    Measure,
     Reference,
     combined_verdict,
     final_values,
     grid_index,
     group_plans,
     interval,
+    measure_curve,
     merged_config,
     ordered_verdict,
     reproduce,
@@ -37,6 +39,28 @@ def test_final_values_average_the_last_fifth_and_skip_updates_without_an_episode
                       [0, 0, 0, 0, 0, 0, 0, 0, np.nan, 2.0],
                       [np.nan] * 10])
     np.testing.assert_array_equal(final_values(curve), [5.0, 2.0, np.nan])
+
+
+def test_a_measure_reads_its_metric_as_a_share_a_total_or_a_change():
+    """A measure of per-member metrics ``(G=1, S, U, P)``: averaged over members, summed
+    with ``total``, as a share of another metric (NaN where that is 0), divided by its
+    normaliser of the env; its value over the last or first fifth, or their difference."""
+    cooperated = np.zeros((1, 2, 5, 3))
+    played = np.zeros((1, 2, 5, 3))
+    cooperated[0, 0, :, 0], played[0, 0, :, :] = [0, 1, 2, 3, 4], 2.0  # seed 0: 0..4 of 6 rounds
+    metrics = {"events/cooperated": cooperated, "events/played": played}
+    share = Measure("c", "events/cooperated", "share", denominator="events/played")
+    np.testing.assert_allclose(measure_curve(metrics, share)[0], np.arange(5) / 6.0)
+    assert np.isnan(measure_curve(metrics, share)[1]).all()  # seed 1 played nothing
+    total = Measure("t", "events/played", "total", total=True, normaliser=lambda env: env.num_agents)
+    np.testing.assert_allclose(measure_curve(metrics, total, sj.make("ipd"))[0], 3.0)  # 3 x 2 / 2 players
+    mean = Measure("m", "events/played", "mean")
+    np.testing.assert_allclose(measure_curve(metrics, mean)[0], 2.0)
+    curve = measure_curve(metrics, share)
+    np.testing.assert_allclose(final_values(curve, "change")[0], 4 / 6.0)
+    assert np.isnan(final_values(curve, "change")[1])
+    with pytest.raises(ValueError, match="window"):
+        Measure("x", "m", "x", window="middle")
 
 
 def test_interval_is_the_mean_inside_a_bootstrap_band():
@@ -84,7 +108,9 @@ def test_every_entry_is_complete_and_its_configs_are_valid():
             assert ref.source and ref.how, (entry.name, ref)
         for cond in entry.conditions:
             for scale in cond.scales:
-                TrainConfig().replace(**dict(cond.config[scale])).validate()
+                config = TrainConfig().replace(**dict(cond.config[scale]))
+                config.validate()
+                assert not config.unread(), (entry.name, cond.name, scale, config.unread())
                 sj.make(cond.env[scale], **dict(cond.env_options[scale]))
     with pytest.raises(ValueError, match="Did you mean 'cleanup-reward'"):
         get_entry("cleanup-rewards")
