@@ -65,13 +65,11 @@ from __future__ import annotations
 import numpy as np
 
 from socialjax.reproduce.core import (
-    Analysis,
     Condition,
     Entry,
     Measure,
     Reference,
     combined_verdict,
-    final_values,
     finish_figure,
     interval,
     ordered_verdict,
@@ -151,18 +149,9 @@ def _conditions() -> tuple[Condition, ...]:
 CONDITIONS = _conditions()
 
 
-def _keys(scale: str) -> tuple[tuple[str, str], ...]:
-    return tuple((c.name, RATE) for c in CONDITIONS if scale in c.scales)
-
-
-def _rates(runs, scale: str, seeds: int, base_seed: int) -> dict[tuple[str, str], np.ndarray]:
-    """Each condition's cooperation rate over the last 20% of updates: C choices per
-    episode over agents x steps."""
-    out = {}
-    for cond, (result, env, _) in runs.items():
-        count = np.asarray(result.metrics["events/cooperated"], np.float64)[0]  # (S, U)
-        out[(cond, RATE)] = final_values(count) / (env.num_agents * env.episode_length)
-    return out
+def agent_steps(env) -> float:
+    """The choices of an episode: agents x steps (the cooperation rate's divisor)."""
+    return env.num_agents * env.episode_length
 
 
 def _criterion(finals):
@@ -205,8 +194,7 @@ def plot(rep, path) -> None:
         ax.legend(fontsize=7)
     ax = axes[0][-1]
     for cond in rep.entry.conditions_at(rep.scale):
-        options = cond.env_options[rep.scale]
-        rate = rep.curves[(cond.name, MEASURE)] / (options["size"] ** 2 * options["episode_length"])
+        rate = rep.curves[(cond.name, RATE)]
         seating = cond.name.split(",")[0]
         high = cond.config[rep.scale]["eps_start"] == max(EXPLORATION[rep.scale])
         ax.plot(rep.steps[cond.name], np.nanmean(rate, axis=0), color=colours[seating], ls="-" if high else ":",
@@ -227,6 +215,8 @@ LATTICE_COLLAPSE = Entry(
     citation="Weng & Lee, arXiv:2601.05509, 2026",
     conditions=CONDITIONS,
     measures=(Measure(MEASURE, "events/cooperated", "C choices per episode (all agents)"),
+              Measure(RATE, "events/cooperated", "cooperation rate (C choices / agents x steps)",
+                      normaliser=agent_steps),
               Measure("collective_return", "collective_return", "collective return per episode")),
     references=(
         Reference(name("shared", _HIGH, 0.3), RATE, None, f"{SOURCE}, abstract (v1)", "text",
@@ -256,6 +246,5 @@ LATTICE_COLLAPSE = Entry(
            "4 groups of 16: 0.031 at eps 0.05 and 0.011 at 0.6 against shared 0.74 and 0.133; 10 x 10, 2 groups "
            "of 50: 0.43 and 0.013 against 0.72 and 0.133; 8 seeds each). Paper scale has not been run (it needs "
            "a GPU); 5 seeds there (the paper's grouped sweep used 5)."),
-    analysis=Analysis(keys={s: _keys(s) for s in LEARNERS}, compute=_rates),
     plot=plot,
 )
