@@ -1,7 +1,7 @@
-"""Render the measurement tables of BENCHMARKS.md and REPRODUCTIONS.md from the JSON
-records in ``measurements/``.
+"""Render the measurement tables of BENCHMARKS.md, REPRODUCTIONS.md and docs/testing.md
+from the JSON records in ``measurements/``.
 
-Every measurement table in those two files is generated: it sits between the markers
+Every measurement table in those files is generated: it sits between the markers
 
     <!-- table:NAME start -->
     ...
@@ -64,7 +64,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 MEASUREMENTS = ROOT / "measurements"
-DOCUMENTS = ("BENCHMARKS.md", "REPRODUCTIONS.md")
+DOCUMENTS = ("BENCHMARKS.md", "REPRODUCTIONS.md", "docs/testing.md")
 # what a record's provenance holds, in the order the lines under a table list them
 PROVENANCE_KEYS = ("command", "machine", "device", "software", "date", "commit", "batch_sizes", "repeats", "load",
                    "notes")
