@@ -4,7 +4,9 @@ What is drawn for is read from the code, so that an option added later is drawn 
 too: every registered environment (``sj.registered_envs()``) with every field of its
 params dataclass and every argument of its constructor (the static options of
 ``sj.make``), every ``TrainConfig`` field (directly and as ``--set FIELD=VALUE``), and
-every flag of every command of ``socialjax.cli.build_parser()``. The values: the
+every flag of every command of ``socialjax.cli.build_parser()``, every field of a
+run's ``JobSpec`` (made directly and read back from JSON), and the listeners that
+follow a run (members that fail in any call, with any exception). The values: the
 declared bounds and just beyond them, zero, negatives, huge numbers (``1e39`` overflows
 float32, ``2**31`` int32), NaN and infinities, other types (strings, ``None``, lists,
 dicts, bytes, bools, complex numbers), other shapes and dtypes, empty and unicode
@@ -33,6 +35,7 @@ import hashlib
 import importlib
 import inspect
 import io
+import json
 import os
 import tempfile
 import time
@@ -54,7 +57,9 @@ from socialjax.core.registry import env_class
 from socialjax.reproduce import ENTRIES
 from socialjax.train import compilation, make_train, store
 from socialjax.train.config import TrainConfig
+from socialjax.train.listeners import Listeners, RunSet
 from socialjax.train.presets import PRESETS, get_preset
+from socialjax.train.spec import JOB_KINDS, JobSpec
 from socialjax.viz import video, viewer
 
 # the modules whose work the CLI inputs stop at (socialjax.train.run is also a function's name)
@@ -69,6 +74,8 @@ FAST_EXAMPLES = {
     "train_config": 500,
     "set_flag": 300,
     "cli_flags": 300,
+    "job_spec": 300,
+    "listeners": 150,
 }
 SLOW_FACTOR = 10  # the slow tier draws ten times as many inputs per property
 END_TO_END_EXAMPLES = 8  # tiny training jobs with drawn settings (slow tier)
@@ -638,6 +645,122 @@ def test_the_bases_reach_the_work_or_finish(trained, tmp_path, monkeypatch):
 
 
 # -------------------------------------------------------------- regressions
+# ------------------------------------------------------------------- a run's spec
+SPEC_FIELDS = {
+    "kind": st.one_of(st.sampled_from(JOB_KINDS), st.sampled_from(WRONG_TYPES), TEXT),
+    "env": st.one_of(st.sampled_from(ENV_NAMES), st.sampled_from(WRONG_TYPES), TEXT),
+    "env_options": st.one_of(st.just({}), st.dictionaries(TEXT, st.one_of(st.sampled_from(EDGE_NUMBERS), TEXT),
+                                                          max_size=3),
+                             st.sampled_from(WRONG_TYPES), st.just({"x": float("nan")}), st.just({1: 2}),
+                             st.just({"f": np.float32(0.5), "a": np.arange(3)}), st.just({"o": object()})),
+    "config": st.one_of(st.just({"lr": 0.001, "seats": (0, 1)}), st.sampled_from(WRONG_TYPES),
+                        st.dictionaries(TEXT, st.one_of(st.sampled_from(EDGE_NUMBERS), TEXT), max_size=3),
+                        st.just({"lr": float("inf")}), st.just({"f": lambda: 1})),
+    "seeds": st.one_of(st.lists(st.integers(-3, 2**40), max_size=4).map(tuple), st.sampled_from(WRONG_TYPES),
+                       st.just(np.arange(3)), st.just((True, False)), st.just((1.0, 2.0)), st.just((0, 0))),
+    "base_seed": st.one_of(st.integers(-2, 2**32), st.sampled_from(EDGE_NUMBERS), st.sampled_from(WRONG_TYPES),
+                           st.just(np.int64(7))),
+    "preset": st.one_of(st.none(), TEXT, st.sampled_from(WRONG_TYPES)),
+}
+
+
+def check_job_spec(data) -> None:
+    values = {name: data.draw(strategy, label=name) for name, strategy in SPEC_FIELDS.items()}
+    as_json = data.draw(st.booleans(), label="from JSON")
+    try:
+        spec = timed(lambda: JobSpec.from_json({"job": values["kind"], **{k: v for k, v in values.items()
+                                                                            if k != "kind"}})
+                     if as_json else JobSpec(**values))
+    except Exception as err:
+        assert_fails_well(err, "job", "spec")
+        return
+    # made: a known kind, a name, distinct non-negative seeds, JSON settings; and it round-trips
+    assert spec.kind in JOB_KINDS and isinstance(spec.env, str) and spec.env
+    assert all(isinstance(x, int) and x >= 0 for x in spec.seeds) and len(set(spec.seeds)) == len(spec.seeds)
+    assert 0 <= spec.base_seed < 2**31
+    back = JobSpec.from_json(json.loads(json.dumps(spec.to_json(), allow_nan=False)))
+    assert back == spec and back.same_settings(spec)
+
+
+@pytest.mark.parametrize("factor", TIERS)
+def test_every_field_of_a_job_spec(factor):
+    """A run's spec from every kind of value in every field, made directly or read back
+    from JSON: made, with ints for seeds and JSON values for settings, and equal to
+    itself after a round trip through JSON; or a one-line error about the job."""
+    run_tier(check_job_spec, FAST_EXAMPLES["job_spec"] * factor)
+
+
+# -------------------------------------------------------------------- listeners
+LISTENER_CALLS = ("open", "log", "summary", "artifact", "close")
+FAILURES = (OSError(28, "No space left on device"), RuntimeError("CsvLog is not open"), ValueError("bad mode"),
+            ImportError("No module named 'wandb'"), ConnectionError("no server"), TypeError("x"), KeyError("k"),
+            PermissionError(13, "Permission denied"), ZeroDivisionError("zero"))
+
+
+class Member:
+    """A listener that records its calls and raises ``failure`` in the call ``where``
+    (after ``after`` good calls of it)."""
+
+    def __init__(self, name: str, where: str | None = None, failure: Exception | None = None, after: int = 0):
+        self.listener_name, self.where, self.failure, self.after = name, where, failure, after
+        self.calls: list[str] = []
+
+    def _call(self, what: str) -> None:
+        self.calls.append(what)
+        if what == self.where and self.calls.count(what) > self.after:
+            raise self.failure
+
+    def open(self, runs):
+        self._call("open")
+
+    def log(self, update, values):
+        self._call("log")
+
+    def summary(self, values):
+        self._call("summary")
+
+    def artifact(self, path):
+        self._call("artifact")
+
+    def close(self):
+        self._call("close")
+
+
+def check_listeners(data) -> None:
+    members = [Member(f"member {i}", data.draw(st.sampled_from((None,) + LISTENER_CALLS), label="fails in"),
+                      data.draw(st.sampled_from(FAILURES), label="failure"),
+                      data.draw(st.integers(0, 2), label="good calls first"))
+               for i in range(data.draw(st.integers(1, 4), label="members"))]
+    good = Member("the good one")
+    stream = io.StringIO()
+    listeners = Listeners([*members, good], stream=stream)
+    updates = data.draw(st.integers(0, 4), label="updates")
+    listeners.open(RunSet("x", {"lr": np.asarray([0.1])}, np.arange(2), updates, {}))
+    for u in range(updates):
+        listeners.log(u, {"reward": np.zeros((2, 1))})
+    listeners.summary({"reward": np.zeros(2)})
+    listeners.artifact(Path("figure.png"))
+    listeners.close()  # no call above raised
+    assert good.calls == ["open"] + ["log"] * updates + ["summary", "artifact", "close"]
+    failed = [m for m in members if m.calls.count(m.where) > m.after]
+    assert len(listeners.failures) == len(failed), (listeners.failures, [(m.where, m.calls) for m in members])
+    assert all("\n" not in line for line in listeners.failures), listeners.failures
+    for m in failed:  # one line each, in the order they failed
+        assert sum(line.startswith(m.listener_name + " ") for line in listeners.failures) == 1, listeners.failures
+        at = [i for i, call in enumerate(m.calls) if call == m.where][m.after]
+        assert m.calls[at + 1:] == ([] if m.where == "close" else ["close"]), (m.where, m.calls)  # closed, then no more
+    assert len(stream.getvalue().splitlines()) == len(failed)
+
+
+@pytest.mark.parametrize("factor", TIERS)
+def test_listeners_survive_any_member_failing_anywhere(factor):
+    """Members that raise any exception in any call, after any number of good calls:
+    no call of the listeners raises, a member that behaves gets every call in order, each
+    failure is one line naming its member, and a failed member is called no more (but
+    closed)."""
+    run_tier(check_listeners, FAST_EXAMPLES["listeners"] * factor)
+
+
 @pytest.mark.parametrize("name, changes, match", [
     ("gathering", dict(zap_cooldown=2.5), r"GatheringParams\.zap_cooldown must be a whole number"),
     ("ipd", dict(noise=True), r"MatrixParams\.noise must be a number"),

@@ -46,18 +46,21 @@ class JobSpec:
     preset: str | None = None
 
     def __post_init__(self):
-        if self.kind not in JOB_KINDS:
-            raise ValueError(f"a job's kind must be one of {JOB_KINDS}, got {self.kind!r}")
+        if not isinstance(self.kind, str) or self.kind not in JOB_KINDS:
+            raise ValueError(f"a job's kind must be one of {JOB_KINDS}, got {_shown(self.kind)}")
         if not isinstance(self.env, str) or not self.env:
-            raise ValueError(f"a job's env must be a registered environment's name, got {self.env!r}")
-        seeds = self.seeds if isinstance(self.seeds, (Sequence, np.ndarray)) else None
-        if seeds is None or not len(seeds) or not all(_is_int(s) and s >= 0 for s in seeds) \
+            raise ValueError(f"a job's env must be a registered environment's name, got {_shown(self.env)}")
+        listed = (isinstance(self.seeds, Sequence) and not isinstance(self.seeds, (str, bytes))) \
+            or (isinstance(self.seeds, np.ndarray) and self.seeds.ndim == 1)
+        seeds = list(self.seeds) if listed else None
+        if seeds is None or not seeds or not all(_is_int(s) and s >= 0 for s in seeds) \
                 or len(set(int(s) for s in seeds)) != len(seeds):
-            raise ValueError(f"a job's seeds must be distinct non-negative ints, at least one; got {self.seeds!r}")
+            raise ValueError("a job's seeds must be distinct non-negative ints, at least one; "
+                             f"got {_shown(self.seeds)}")
         if not _is_int(self.base_seed) or not 0 <= self.base_seed < 2**31:
-            raise ValueError(f"a job's base_seed must be an int in [0, 2**31), got {self.base_seed!r}")
+            raise ValueError(f"a job's base_seed must be an int in [0, 2**31), got {_shown(self.base_seed)}")
         if self.preset is not None and not isinstance(self.preset, str):
-            raise ValueError(f"a job's preset must be a name or None, got {self.preset!r}")
+            raise ValueError(f"a job's preset must be a name or None, got {_shown(self.preset)}")
         object.__setattr__(self, "seeds", tuple(int(s) for s in seeds))
         object.__setattr__(self, "base_seed", int(self.base_seed))
         object.__setattr__(self, "env_options", _tuples(_json("env_options", self.env_options)))
@@ -77,8 +80,10 @@ class JobSpec:
         missing = [k for k in ("job", "env", "config", "seeds") if k not in data]
         if missing:
             raise ValueError(f"not a job spec: no {', '.join(missing)}")
-        return cls(data["job"], data["env"], data.get("env_options") or {}, data["config"], tuple(data["seeds"]),
-                   data.get("base_seed", 0), data.get("preset"))
+        seeds = data["seeds"]
+        return cls(data["job"], data["env"], {} if data.get("env_options") is None else data["env_options"],
+                   data["config"], tuple(seeds) if isinstance(seeds, list) else seeds, data.get("base_seed", 0),
+                   data.get("preset"))
 
     def replace(self, **changes: Any) -> JobSpec:
         return dataclasses.replace(self, **changes)
@@ -93,6 +98,12 @@ class JobSpec:
         return self.preset or self.env
 
 
+def _shown(value: Any) -> str:
+    """``repr(value)`` on one line, at most 80 characters (an error message's value)."""
+    text = " ".join(repr(value).split())
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def _is_int(x: Any) -> bool:
     return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
 
@@ -105,11 +116,11 @@ def _json(what: str, value: Any) -> dict[str, Any]:
     out = {}
     for key, v in value.items():
         if not isinstance(key, str):
-            raise ValueError(f"a job's {what} has a key that is not a name: {key!r}")
+            raise ValueError(f"a job's {what} has a key that is not a name: {_shown(key)}")
         try:
             out[key] = json.loads(json.dumps(v, default=json_default, allow_nan=False))
         except (TypeError, ValueError) as err:
-            raise ValueError(f"a job's {what}[{key!r}] = {v!r} cannot be saved as JSON ({err})") from None
+            raise ValueError(f"a job's {what}[{_shown(key)}] = {_shown(v)} cannot be saved as JSON ({err})") from None
     return out
 
 
@@ -121,7 +132,7 @@ def json_default(v):
         return v.item()
     if isinstance(v, tuple):
         return list(v)
-    raise TypeError(f"cannot write {type(v).__name__} {v!r} to JSON")
+    raise TypeError(f"cannot write {type(v).__name__} {_shown(v)} to JSON")
 
 
 def _tuples(v: Any) -> Any:
