@@ -49,7 +49,8 @@ Tools append a measurement with :func:`add_record`::
     })
 
 which checks the record against the table's columns, appends it to the family file and
-renders the documents again.
+renders the documents again. ``scripts/record_bench.py`` does it for the file
+``socialjax bench --json`` writes.
 """
 
 from __future__ import annotations
