@@ -71,6 +71,7 @@ import jax
 import numpy as np
 
 from socialjax import make
+from socialjax.envs.institutions.partner_punishment import episode_length
 from socialjax.reproduce.core import (
     FINAL_SHARE,
     Analysis,
@@ -182,7 +183,8 @@ def dqn_condition(name: str, options: dict) -> Condition:
     """The DQN learners of one condition (paper scale): the one-action game of one cycle
     per episode."""
     env = dict(num_agents=NUM_AGENTS, num_rounds=NUM_ROUNDS, num_cycles=1, **options)
-    episode = make_env(options).episode_length
+    episode = episode_length(NUM_AGENTS, NUM_ROUNDS, 1, options["partner_selection"],
+                             options["direct_punishment"] or options.get("third_party_punishment", False))
     return Condition(f"dqn/{name}", env={"paper": "partner_punishment_one_action"}, env_options={"paper": env},
                      config={"paper": dict(DQN, rollout_len=episode)})
 

@@ -187,17 +187,12 @@ def run_job(
     K = _segment_length(segment, job, bool(progress) and bool(job.log_every))
     listeners, shown = _listeners(job, trackers, progress, label, K)
     failed_before = len(listeners.failures)
-    runs = run_set(job, seeds, label)
-    listeners.open(runs)  # before the clock starts: a W&B run takes a while to start
-    if resume is not None:  # the trackers get a resumed run's earlier updates first: each log holds the whole run
-        listeners.log(0, job.tracked(resume.metrics))
+    runs = _opened(listeners, job, seeds, label, resume)  # before the clock starts: a W&B run takes a while
     with listeners.including(*shown, runs=runs):
         start = time.perf_counter()
         keys = run_keys(np.tile(seeds, G), base_seed)
         run_hparams = {k: np.repeat(v, S) for k, v in grid.items()}
-        with interrupts(enabled=not multihost(devices)) as stop:
-            # a run that a signal can stop computes one update per call (so it stops after the
-            # update under way); the bits do not depend on the cut
+        with interrupts(enabled=not multihost(devices)) as stop:  # (the bits do not depend on the cut)
             plan = stages(done, U, 1 if stop.enabled else K, fresh=resume is None)
             blocks = compile_stages(job, plan, keys, run_hparams, done, devices, chunk, memory,
                                     None if resume is None else resume.per_device)
@@ -218,6 +213,16 @@ def run_job(
     return JobResult(seeds, grid, by_point(metrics), by_point(final), time.perf_counter() - start, compile_seconds,
                      blocks.layout.per_device, blocks.chunk, blocks.memory_bytes, blocks.compile_times,
                      listeners.failures[failed_before:])
+
+
+def _opened(listeners: Listeners, job: Job, seeds: np.ndarray, label: str, resume: Snapshot | None) -> RunSet:
+    """The owner's listeners opened for the runs; a resumed run's earlier updates go to
+    them first (from its snapshot, in one call), so that each log holds the whole run."""
+    runs = run_set(job, seeds, label)
+    listeners.open(runs)
+    if resume is not None:
+        listeners.log(0, job.tracked(resume.metrics))
+    return runs
 
 
 def _devices(devices: Sequence[jax.Device] | None, compile_cache: bool | str | os.PathLike) -> list:

@@ -141,3 +141,14 @@ def test_training_programs_compile_at_llvm_level_1_on_the_cpu_unless_the_user_ch
         jax.config.update("jax_disable_most_optimizations", before)
     if jax.default_backend() != "cpu":
         assert compilation.compiler_options(jax.devices()[0]) == {}
+
+
+def test_building_the_command_line_compiles_nothing():
+    """Every command's parser is built (and every reproduction entry imported) before
+    ``--no-compile-cache`` is read: a program compiled then would start JAX's cache in
+    the folder ``JAX_COMPILATION_CACHE_DIR`` names, which the flag could no longer turn
+    off (partner-punishment's DQN conditions once built their game at import)."""
+    done = subprocess.run([sys.executable, "-c", "import socialjax.cli; socialjax.cli.build_parser()"],
+                          env={**os.environ, "JAX_LOG_COMPILES": "1"}, capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Compiling" not in done.stderr, done.stderr[-2000:]

@@ -130,6 +130,14 @@ class PartnerPunishmentParams(EnvParams):
     rep_unjust: float = param(REP_UNJUST, doc="reputation change for an unjust punishment")
 
 
+def episode_length(num_agents: int, num_rounds: int, num_cycles: int, partner_selection: bool,
+                   punishment: bool) -> int:
+    """Steps of an episode: per cycle a select step (with selection) and ``num_agents``
+    games of ``num_rounds`` rounds, each a play step and (with any punishment) a punish
+    step. Plain arithmetic, for configs made without building the game."""
+    return num_cycles * (int(partner_selection) + num_agents * num_rounds * (2 if punishment else 1))
+
+
 @struct.dataclass
 class PartnerPunishmentState:
     partner: jax.Array  # (N,) int32: opponent in the game headed by each agent
@@ -214,7 +222,8 @@ class PartnerPunishment(Environment):
         self.select_steps = 1 if self.partner_selection else 0
         self.num_cycles = num_cycles
         self.cycle_length = self.select_steps + num_agents * num_rounds * self.steps_per_round
-        self.episode_length = num_cycles * self.cycle_length
+        self.episode_length = episode_length(num_agents, num_rounds, num_cycles, partner_selection,
+                                             direct_punishment or third_party_punishment)
         self.obs_size = OBS_REP + (num_agents + 1 if self.observe_reputation else 0)
 
     # -- rules ---------------------------------------------------------------
