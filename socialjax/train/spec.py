@@ -105,7 +105,9 @@ def _shown(value: Any) -> str:
 
 
 def _is_int(x: Any) -> bool:
-    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+    """An int or a numpy integer, not a bool (nor a ``timedelta64``, which numpy counts
+    among its integers)."""
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_, np.timedelta64))
 
 
 def _json(what: str, value: Any) -> dict[str, Any]:

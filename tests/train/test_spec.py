@@ -57,6 +57,10 @@ def test_donor_evolution_round_trips_to_its_arguments():
     (dict(seeds=(0.5,)), "seeds must be distinct non-negative ints"),
     (dict(base_seed=2**31), "base_seed must be an int"),
     (dict(base_seed=True), "base_seed must be an int"),
+    # found by the adversarial suite: a bare TypeError or numpy's error before
+    (dict(base_seed=np.timedelta64(3, "s")), "base_seed must be an int"),
+    (dict(seeds=np.asarray(1 + 1j)), "seeds must be distinct non-negative ints"),
+    (dict(kind=np.zeros((2, 3))), r"kind must be one of .*got array\(\[\[0\., 0\., 0\.\], \[0\."),
     (dict(config={"lr": float("nan")}), r"config\['lr'\] = nan cannot be saved as JSON"),
     (dict(config={"f": object()}), r"config\['f'\] = .* cannot be saved as JSON"),
     (dict(env_options=[("num_rounds", 5)]), "env_options must be a mapping"),
