@@ -1,5 +1,5 @@
-"""Finished conditions of a reproduction kept while it runs, so that a stop loses only
-the run under way.
+"""A reproduction's runs kept while it runs, so that a stop loses at most the update
+under way.
 
 While ``socialjax reproduce`` trains, each run (one condition, or a group of conditions
 trained as one grid) is a job of the one runner (:func:`socialjax.train.runner.execute`)
