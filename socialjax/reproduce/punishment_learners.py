@@ -120,7 +120,7 @@ def condition(matching: str, punish: bool) -> Condition:
 CONDITIONS = tuple(condition(m, p) for m in MATCHINGS for p in (False, True))
 
 
-def endowment_per_period(env) -> float:
+def endowment_per_episode(env) -> float:
     """The tokens of every member's endowment over an episode: a contribution total's divisor."""
     return env.num_agents * env.num_periods * env.endowment
 
@@ -132,10 +132,10 @@ def member_periods(env) -> float:
 CONTRIBUTION = "events/contributed"  # tokens contributed per episode, all members
 MEASURES = (
     Measure("start", CONTRIBUTION, "contribution / endowment, first fifth of training", window="start",
-            normaliser=endowment_per_period),
-    Measure("end", CONTRIBUTION, "contribution / endowment, last fifth of training", normaliser=endowment_per_period),
+            normaliser=endowment_per_episode),
+    Measure("end", CONTRIBUTION, "contribution / endowment, last fifth of training", normaliser=endowment_per_episode),
     Measure("change", CONTRIBUTION, "contribution / endowment, last minus first fifth", window="change",
-            normaliser=endowment_per_period),
+            normaliser=endowment_per_episode),
     Measure("points", "events/points_assigned", "points assigned per member and period, last fifth",
             normaliser=member_periods),
 )

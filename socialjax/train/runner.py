@@ -89,7 +89,13 @@ class Destination:
 
     @property
     def continuation(self) -> str:
-        return self.continue_with or f"socialjax train --resume {self.out}"
+        return continuation(self.out, self.continue_with)
+
+
+def continuation(out: Path, continue_with: str | None = None) -> str:
+    """The command that continues a stopped job in ``out``: ``continue_with``, or
+    ``socialjax train --resume OUT``."""
+    return continue_with or f"socialjax train --resume {out}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -204,7 +210,7 @@ def what_is_kept(out: Path, last: str = "", continue_with: str | None = None) ->
     state = store.folder_state(Path(out))
     if state in ("unfinished", "replacing"):
         kept = (f"; the last checkpoint{f' ({last})' if last else ''} in {out}/resume is "
-                f"intact: continue with `{continue_with or f'socialjax train --resume {out}'}`")
+                f"intact: continue with `{continuation(out, continue_with)}`")
     if state in ("result", "replacing"):
         kept += f"; the earlier result in {out} is intact"
     return kept or "; nothing was saved"
