@@ -34,6 +34,7 @@ HOST_SIDE = (
     "train/stages.py",
     "train/run.py",
     "train/runner.py",
+    "train/models.py",
     "train/spec.py",
     "train/store.py",
     "train/store_paths.py",

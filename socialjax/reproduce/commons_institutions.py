@@ -86,17 +86,19 @@ import numpy as np
 from socialjax import make
 from socialjax.reproduce.commons_learners import (
     ARMS,
+    INSTITUTION_MEASURES,
     LEARNING_RATE,
+    OSTROM_MODEL,
     SWITCHES,
     arm_actions,
     arm_params,
+    benchmarks,
     institutions_env,
     learn_institutions,
     ostrom_benchmarks,
+    seed_keys,
 )
 from socialjax.reproduce.core import (
-    FINAL_SHARE,
-    Analysis,
     Condition,
     Entry,
     Measure,
@@ -104,14 +106,16 @@ from socialjax.reproduce.core import (
     combined_verdict,
     finish_figure,
     interval,
+    model_condition,
     ordered_verdict,
     sign_verdict,
 )
 from socialjax.rollout import infos, scan_steps
+from socialjax.train.models import Model, register_model
 from socialjax.viz.plots import mean_ci95, pyplot
 
 # the arms and their learners are commons_learners' (and importable from here, as they were)
-__all__ = ["ANALYSIS_KEYS", "ARMS", "BATCH", "COMMONS_INSTITUTIONS", "FRACTIONS", "GOVSIM_GAMES", "HETEROGENEITY",
+__all__ = ["ARMS", "BATCH", "COMMONS_INSTITUTIONS", "FRACTIONS", "GOVSIM_GAMES", "HETEROGENEITY",
            "INSTITUTION_MEASURES", "ITERATIONS", "LEARNING_RATE", "PPO_CONFIG", "SWITCHES", "THRESHOLD", "WELL_ABOVE",
            "arm_actions", "arm_params", "f_half", "govsim_sweep", "institutions_env", "learn_institutions",
            "ostrom_benchmarks", "plot"]
@@ -127,7 +131,6 @@ NEAR_ZERO, NEAR_ONE, DROP = 0.05, 0.95, 0.05  # ours: the criterion's tolerances
 # ------------------------------------------------- institutions (ARMS: commons_learners)
 ITERATIONS = {"small": 120, "cpu": 400, "paper": 1000}  # learner updates
 BATCH = {"small": 16, "cpu": 32, "paper": 32}  # games per update
-INSTITUTION_MEASURES = ("tokens", "rent_share", "net_share", "fines", "monitoring", "quota")
 
 GOVSIM = ("Piatti et al. 2024, Cooperate or Collapse: Emergence of Sustainable Cooperation in a Society of LLM "
           "Agents (GovSim), arXiv:2404.16698")
@@ -147,12 +150,6 @@ def _govsim_keys() -> tuple[tuple[str, str], ...]:
     keys = [(_row(f), m) for f in FRACTIONS for m in ("collapse_rate", "survival_months", "catch")]
     keys += [("govsim below threshold", "max_collapse_rate"), ("govsim well above threshold", "collapse_rate"),
              ("govsim curve", "largest_drop"), ("govsim curve", "f_half")]
-    return tuple(keys)
-
-
-def _institution_keys() -> tuple[tuple[str, str], ...]:
-    keys = [(f"ostrom/{arm}", m) for arm in ARMS for m in INSTITUTION_MEASURES]
-    keys += [(f"benchmark/{b}", m) for b in ("nash", "optimum") for m in ("tokens", "rent_share")]
     return tuple(keys)
 
 
@@ -202,17 +199,15 @@ def f_half(fractions: np.ndarray, rate: np.ndarray) -> float:
 
 
 # ------------------------------------------------------------------------ the entry
-def _seed_keys(seeds: int, base_seed: int, offset: int) -> jax.Array:
-    # RBG keys (ours): the same statistics as the default generator, and its programs
-    # compile several times faster on the CPU
-    return jnp.stack([jax.random.key(offset + base_seed + s, impl="rbg") for s in range(seeds)])
-
-
-def _compute(runs, scale: str, seeds: int, base_seed: int) -> dict[tuple[str, str], np.ndarray]:
+def govsim_values(games: int, seeds: int, base_seed: int = 0) -> dict[tuple[str, str], np.ndarray]:
+    """The GovSim rows, ``(seeds,)`` each: per fraction the collapse rate, months before
+    the collapse and catch (:func:`govsim_sweep`, ``games`` games per fraction and
+    seed), and the curve's summaries the criterion reads. The model
+    ``commons-institutions/govsim``."""
     out: dict[tuple[str, str], np.ndarray] = {}
     fractions = np.asarray(FRACTIONS, np.float32)
     sweep = {k: np.asarray(v, np.float64) for k, v in govsim_sweep(
-        _seed_keys(seeds, base_seed, 0), jnp.asarray(fractions), games=GOVSIM_GAMES[scale]).items()}  # (S, F)
+        seed_keys(seeds, base_seed, 0), jnp.asarray(fractions), games=games).items()}  # (S, F)
     for i, f in enumerate(FRACTIONS):
         for m in ("collapse_rate", "survival_months", "catch"):
             out[(_row(f), m)] = sweep[m][:, i]
@@ -222,22 +217,11 @@ def _compute(runs, scale: str, seeds: int, base_seed: int) -> dict[tuple[str, st
     out[("govsim well above threshold", "collapse_rate")] = rate[:, above].mean(axis=1)
     out[("govsim curve", "largest_drop")] = np.maximum((rate[:, :-1] - rate[:, 1:]).max(axis=1), 0.0)
     out[("govsim curve", "f_half")] = np.array([f_half(fractions, r) for r in rate])
-
-    curves = learn_institutions(_seed_keys(seeds, base_seed, 1000), iterations=ITERATIONS[scale], batch=BATCH[scale])
-    k = max(1, int(round(ITERATIONS[scale] * FINAL_SHARE)))
-    for a, arm in enumerate(ARMS):
-        for m in INSTITUTION_MEASURES:
-            out[(f"ostrom/{arm}", m)] = np.asarray(curves[m], np.float64)[:, a, -k:].mean(axis=1)
-    bench = _benchmarks()
-    for b in ("nash", "optimum"):
-        out[(f"benchmark/{b}", "tokens")] = np.full(seeds, bench[f"{b}_tokens"])
-        out[(f"benchmark/{b}", "rent_share")] = np.full(seeds, bench[f"{b}_rent_share"])
     return out
 
 
-def _benchmarks() -> dict[str, float]:
-    env = institutions_env()
-    return ostrom_benchmarks(env.default_params, env.num_agents)
+GOVSIM_MODEL = register_model(Model("commons-institutions/govsim", "commons_govsim", govsim_values,
+                                    lambda settings: _govsim_keys()))
 
 
 def _criterion(finals):
@@ -253,7 +237,7 @@ def _criterion(finals):
         sign_verdict(DROP - drop, f"GovSim: largest drop of the collapse rate as f grows {np.mean(drop):.3g}, "
                                   f"its margin under {DROP:g}"),
     ]
-    bench = _benchmarks()
+    bench = benchmarks()
     midpoint = 0.5 * (bench["nash_tokens"] + bench["optimum_tokens"])
     tokens = f[("ostrom/none", "tokens")]
     parts.append(sign_verdict(tokens - midpoint,
@@ -308,7 +292,7 @@ def plot(rep, path) -> None:
     ppo = [name for name in ("ppo/none", "ppo/sanctions") if (name, "collective_return") in rep.finals]
     if ppo:  # IPPO (paper scale): its group payoff per game as a net share
         env = institutions_env()
-        p, bench = env.default_params, _benchmarks()
+        p, bench = env.default_params, benchmarks()
         outside = env.num_agents * float(p.market_wage) * float(p.endowment)
         net = [(rep.finals[(name, "collective_return")] / env.episode_length - outside) / bench["peak_rent"]
                for name in ppo]
@@ -338,14 +322,15 @@ def _ppo(name: str, options: dict) -> Condition:
                      config={"paper": PPO_CONFIG}, scales=("paper",))
 
 
-ANALYSIS_KEYS = _govsim_keys() + _institution_keys()
-
 COMMONS_INSTITUTIONS = Entry(
     name="commons-institutions",
     title="Common-pool resources: collapse against the harvest (GovSim) and rent with and without institutions "
           "(Ostrom's lab CPR)",
     citation="Piatti et al., NeurIPS 2024 (arXiv:2404.16698); Ostrom, Gardner & Walker 1994",
-    conditions=(_ppo("none", {}), _ppo("sanctions", {"sanctions": "destroy"})),
+    conditions=(_ppo("none", {}), _ppo("sanctions", {"sanctions": "destroy"}),
+                model_condition("govsim", GOVSIM_MODEL.name, {s: {"games": n} for s, n in GOVSIM_GAMES.items()}),
+                model_condition("ostrom", OSTROM_MODEL.name,
+                                {s: {"iterations": n, "batch": BATCH[s]} for s, n in ITERATIONS.items()})),
     measures=(Measure("collective_return", "collective_return", "group payoff per 20-round game"),
               Measure("tokens", "events/harvest", "tokens in the pool per game (all players)"),
               Measure("fines", "events/fine", "fines per game (all players)")),
@@ -385,6 +370,5 @@ COMMONS_INSTITUTIONS = Entry(
           "20 rounds (ours). The cpu scale (8 seeds, 400 updates of 32 games, no IPPO) trains long enough "
           "for sanctions with a voted quota to separate from none on seed sets 0 and 1000 (at small scale they "
           "do not).",
-    analysis=Analysis(keys={scale: ANALYSIS_KEYS for scale in ITERATIONS}, compute=_compute),
     plot=plot,
 )

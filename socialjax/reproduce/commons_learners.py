@@ -9,7 +9,8 @@ go (no discount: a vote pays later), with the batch mean as baseline, the advant
 scaled per player, Adam (:data:`LEARNING_RATE`).
 :func:`learn_institutions` trains every arm for a set of seeds in one compiled program;
 :func:`ostrom_benchmarks` gives the stage game's Nash equilibrium and optimum the
-arms are measured against. The experiment and its criterion:
+arms are measured against; :func:`institution_values` is the entry's model
+``commons-institutions/ostrom``. The experiment and its criterion:
 :mod:`socialjax.reproduce.commons_institutions`."""
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ import numpy as np
 import optax
 
 from socialjax import make
+from socialjax.reproduce.entry import FINAL_SHARE
 from socialjax.rollout import scan_steps
+from socialjax.train.models import Model, register_model
 
 ARMS = ("none", "monitoring", "sanctions", "quota_vote", "sanctions+quota_vote")
 # per arm: (monitoring on, sanctions on, vote on)
@@ -164,3 +167,49 @@ def learn_institutions(keys: jax.Array, iterations: int, batch: int, lr: float =
 
     arms = jnp.asarray([SWITCHES[a] for a in ARMS], jnp.float32)
     return jax.vmap(lambda k: jax.vmap(run, in_axes=(None, 0))(k, arms))(keys)
+
+
+# ------------------------------------------------------------------ the entry's model
+INSTITUTION_MEASURES = ("tokens", "rent_share", "net_share", "fines", "monitoring", "quota")
+
+
+def seed_keys(seeds: int, base_seed: int, offset: int) -> jax.Array:
+    """The keys of seeds ``base_seed .. base_seed + seeds - 1`` of a stream (``offset``).
+    RBG keys (ours): the same statistics as the default generator, and its programs
+    compile several times faster on the CPU."""
+    return jnp.stack([jax.random.key(offset + base_seed + s, impl="rbg") for s in range(seeds)])
+
+
+def institution_keys() -> tuple[tuple[str, str], ...]:
+    keys = [(f"ostrom/{arm}", m) for arm in ARMS for m in INSTITUTION_MEASURES]
+    keys += [(f"benchmark/{b}", m) for b in ("nash", "optimum") for m in ("tokens", "rent_share")]
+    return tuple(keys)
+
+
+def benchmarks() -> dict[str, float]:
+    env = institutions_env()
+    return ostrom_benchmarks(env.default_params, env.num_agents)
+
+
+def institution_values(iterations: int, batch: int, seeds: int, base_seed: int = 0
+                       ) -> dict[tuple[str, str], np.ndarray]:
+    """Each arm's REINFORCE learners (:func:`learn_institutions`, ``iterations`` updates
+    of ``batch`` games), ``(seeds,)`` per measure: the mean over the last
+    :data:`FINAL_SHARE` of updates; with the Nash and optimum benchmarks beside them.
+    The model ``commons-institutions/ostrom``."""
+    out: dict[tuple[str, str], np.ndarray] = {}
+    curves = learn_institutions(seed_keys(seeds, base_seed, 1000), iterations=iterations, batch=batch)
+    k = max(1, int(round(iterations * FINAL_SHARE)))
+    for a, arm in enumerate(ARMS):
+        for m in INSTITUTION_MEASURES:
+            out[(f"ostrom/{arm}", m)] = np.asarray(curves[m], np.float64)[:, a, -k:].mean(axis=1)
+    bench = benchmarks()
+    for b in ("nash", "optimum"):
+        out[(f"benchmark/{b}", "tokens")] = np.full(seeds, bench[f"{b}_tokens"])
+        out[(f"benchmark/{b}", "rent_share")] = np.full(seeds, bench[f"{b}_rent_share"])
+    return out
+
+
+OSTROM_MODEL = register_model(Model("commons-institutions/ostrom", "commons_ostrom", institution_values,
+                                    lambda settings: institution_keys()))
+

@@ -1,7 +1,7 @@
 """The machinery of ``socialjax reproduce``: :func:`reproduce` trains every condition
 of an :class:`~socialjax.reproduce.entry.Entry` (a published experiment stored as data,
-:mod:`socialjax.reproduce.entry`), measures, runs the entry's analysis of the trained
-populations when it has one, and writes the figure with the published values overlaid,
+:mod:`socialjax.reproduce.entry`) or runs its model, measures, runs the entry's analysis
+of the trained populations when it has one, and writes the figure with the published values overlaid,
 the published-vs-ours table and the verdict (:mod:`socialjax.reproduce.report`). The
 names of both modules are importable from here too, as entries import them.
 """
@@ -36,6 +36,7 @@ from socialjax.reproduce.entry import (  # noqa: F401 (re-exported: the entries 
     final_values,
     interval,
     measure_curve,
+    model_condition,
     ordered_verdict,
     separated,
     sign_verdict,
@@ -59,7 +60,9 @@ from socialjax.reproduce.report import (  # noqa: F401 (re-exported)
 from socialjax.reproduce.staging import Staging, kept_text
 from socialjax.train import Interrupted, TrainConfig, run, runner, save_run, store
 from socialjax.train.config import SWEEPABLE
-from socialjax.train.formats import config_to_dict
+from socialjax.train.formats import config_from_dict, config_to_dict
+from socialjax.train.models import MODEL, ModelRun, compute, model_spec, stream
+from socialjax.train.models import write as write_model_run
 from socialjax.train.run import replay
 from socialjax.train.spec import JobSpec
 from socialjax.train.tracking import Listeners, experiment_name, make_trackers, new_folder
@@ -116,8 +119,8 @@ def reproduce(entry: Entry, scale: str = DEFAULT_SCALE, seeds: int | None = None
     the figure at the end; a run read back from an earlier, stopped try is streamed
     there as it trained then (:func:`socialjax.train.run.replay`), so the folder holds
     every run. A tracker that fails is dropped with one line and the reproduction goes
-    on (:class:`~socialjax.train.tracking.Listeners`). An entry that trains no population
-    at ``scale`` (its analysis computes everything) says so on stderr: nothing to log.
+    on (:class:`~socialjax.train.tracking.Listeners`). A model condition's run logs its
+    series and values (:func:`socialjax.train.models.stream`).
     In Jupyter, ``progress`` is a live display per run."""
 
     if scale not in SCALES:
@@ -129,20 +132,15 @@ def reproduce(entry: Entry, scale: str = DEFAULT_SCALE, seeds: int | None = None
         raise ValueError(f"seeds must be an int >= 2 (the verdict compares intervals over seeds), got {seeds!r}")
     if isinstance(base_seed, bool) or not isinstance(base_seed, int) or not 0 <= base_seed < 2**31:
         raise ValueError(f"base_seed must be an int in [0, 2**31), got {base_seed!r}")
-    plans = []
-    for cond in entry.conditions_at(scale):  # every config checked before anything is compiled
-        env = sj.make(cond.env[scale], **dict(cond.env_options[scale]))
-        config = TrainConfig().replace(**dict(cond.config[scale]))
-        config.validate()
-        plans.append((cond, env, config))
+    plans, computed = _plans(entry, scale, seeds, base_seed)
     groups = group_plans(plans, scale)
-    trackers = {}  # every group's trackers made before any training, in one folder of this reproduction's
-    if log and groups:
+    names = [", ".join(c.name for c, _, _ in group) for group in groups] + [c.name for c, _ in computed]
+    trackers = {}  # every run's trackers made before any training, in one folder of this reproduction's
+    if log and names:
         root = new_folder(Path(log_dir) / experiment_name(f"reproduce/{entry.name}-{scale}"))
-        trackers = {names: Listeners(make_trackers(log, root, names.replace(", ", "+")))
-                    for names in (", ".join(c.name for c, _, _ in group) for group in groups)}
+        trackers = {name: Listeners(make_trackers(log, root, name.replace(", ", "+"))) for name in names}
     elif log:
-        print(f"socialjax: {entry.name} trains no population at scale {scale} (its analysis computes the result): "
+        print(f"socialjax: {entry.name} runs nothing at scale {scale} (its analysis computes the result): "
               f"--log {' '.join(log)} has nothing to stream", file=sys.stderr, flush=True)
     staging = None
     if out is not None:  # an unfinished run of the same settings is continued
@@ -150,7 +148,8 @@ def reproduce(entry: Entry, scale: str = DEFAULT_SCALE, seeds: int | None = None
         staging = Staging(out, {"job": "reproduce", "entry": entry.name, "scale": scale, "seeds": seeds,
                                 "base_seed": base_seed}, overwrite=overwrite)
     try:
-        rep = _train_and_judge(entry, scale, seeds, base_seed, out, staging, plans, groups, progress, trackers)
+        rep = _train_and_judge(entry, scale, seeds, base_seed, out, staging, plans, groups, computed, progress,
+                               trackers)
         for listeners in trackers.values() if out is not None else ():
             listeners.artifact(Path(out) / FIGURE_FILE)
     finally:
@@ -159,8 +158,25 @@ def reproduce(entry: Entry, scale: str = DEFAULT_SCALE, seeds: int | None = None
     return rep
 
 
+def _plans(entry: Entry, scale: str, seeds: int, base_seed: int) -> tuple[list, list]:
+    """Every condition checked before anything is compiled: ``[(condition, env,
+    TrainConfig)]`` of the populations, ``[(condition, JobSpec)]`` of the models."""
+    plans, computed = [], []
+    for cond in entry.trained_at(scale):
+        env = sj.make(cond.env[scale], **dict(cond.env_options[scale]))
+        config = TrainConfig().replace(**dict(cond.config[scale]))
+        config.validate()
+        plans.append((cond, env, config))
+    for cond in entry.computed_at(scale):
+        model, settings = cond.model(scale)
+        spec = model_spec(model.name, settings, seeds, base_seed, f"{entry.name}/{cond.name}")
+        model.settings_of(spec)
+        computed.append((cond, spec))
+    return plans, computed
+
+
 def _train_and_judge(entry: Entry, scale: str, seeds: int, base_seed: int, out: Path | None, staging, plans: list,
-                     groups: list, progress: bool, trackers: dict) -> Reproduction:
+                     groups: list, computed: list, progress: bool, trackers: dict) -> Reproduction:
     """:func:`reproduce` once its arguments are checked and its trackers made."""
     start = time.perf_counter()
     runs, finals, curves, steps = {}, {}, {}, {}  # runs: condition -> (RunResult, env, TrainConfig)
@@ -180,7 +196,7 @@ def _train_and_judge(entry: Entry, scale: str, seeds: int, base_seed: int, out: 
             result = _train(staging, names, JobSpec(runner.POPULATION.name, cond.env[scale],
                                                     dict(cond.env_options[scale]), config_to_dict(grid),
                                                     tuple(range(seeds)), base_seed, f"{entry.name}/{names}"),
-                            env, grid, trackers.get(names) or Listeners(), progress)
+                            trackers.get(names) or Listeners(), progress, env)
         elif names in trackers:  # trained by an earlier try: its curves streamed as they were then
             replay(result, env, trackers[names], label=names)
         for cond, env, config in group:
@@ -193,6 +209,10 @@ def _train_and_judge(entry: Entry, scale: str, seeds: int, base_seed: int, out: 
             curve = measure_curve(result.metrics, m, runs[cond.name][1])
             curves[(cond.name, m.name)] = curve
             finals[(cond.name, m.name)] = final_values(curve, m.window)
+    model_runs = {cond.name: _model_run(entry, staging, cond.name, spec, trackers, progress) for cond, spec in computed}
+    for result in model_runs.values():
+        finals.update({k: result.values[k] for k in result.keys})
+        curves.update({k: result.values[k] for k in result.series})
     if entry.analysis is not None:
         if progress:
             print(f"[{entry.name}] analysing" + (" the trained populations" if plans else ""), flush=True)
@@ -210,20 +230,39 @@ def _train_and_judge(entry: Entry, scale: str, seeds: int, base_seed: int, out: 
     rep = Reproduction(entry, scale, seeds, base_seed, finals, curves, steps, verdict, reason, rows,
                        time.perf_counter() - start)
     if out is not None:
-        _write(rep, out, plans, runs)
+        _write(rep, out, plans, runs, model_runs)
     return rep
 
 
-def _train(staging: Staging | None, names: str, spec: JobSpec, env, config: TrainConfig, listeners: Listeners,
-           progress: bool):
-    """The run of the conditions ``names``: through the runner into the staging folder
-    (kept when it finishes, its state saved when stopped), or, with no output folder,
-    trained in memory; a stop is :class:`Stopped` (a failure the runner's ``Failed``),
-    naming the run and what is kept."""
+def _model_run(entry: Entry, staging: Staging | None, name: str, spec: JobSpec, trackers: dict,
+               progress: bool) -> ModelRun:
+    """The model run of the condition ``name``: read back when an earlier try finished
+    it with the same settings (its values streamed to the trackers as they were then),
+    otherwise computed through the runner (:func:`_train`)."""
+    result = None if staging is None else staging.get_model(name)
+    if result is not None and not result.spec.same_settings(spec):
+        result = None  # saved by another version of the entry: computed again
+    if result is None:
+        return _train(staging, name, spec, trackers.get(name) or Listeners(), progress)
+    if progress:
+        print(f"[{entry.name}] {name}: finished in an earlier try, read back from {staging.folder}", flush=True)
+    if name in trackers:
+        stream(result, trackers[name], name)
+    return result
+
+
+def _train(staging: Staging | None, names: str, spec: JobSpec, listeners: Listeners, progress: bool, env=None):
+    """The run of the conditions ``names`` (a population, on ``env`` when it is made, or
+    a model): through the runner into the staging folder (kept when it finishes, its
+    state saved when stopped), or, with no output folder, in memory; a stop is
+    :class:`Stopped` (a failure the runner's ``Failed``), naming the run and what is kept."""
+    if staging is None and spec.kind == MODEL.name:
+        return compute(spec, progress=progress, label=names, trackers=listeners)
     if staging is None:
+        config = config_from_dict(dict(spec.config))
         try:
-            return run(env, config, seeds=len(spec.seeds), base_seed=spec.base_seed, progress=progress, label=names,
-                       log=listeners)
+            return run(env if env is not None else sj.make(spec.env, **spec.env_options), config,
+                       seeds=len(spec.seeds), base_seed=spec.base_seed, progress=progress, label=names, log=listeners)
         except Interrupted as stop:
             raise Stopped(f"stopped during {names} (update {stop.snapshot.updates_done} of {config.num_updates}); "
                           "nothing is kept without an output folder") from None
@@ -236,16 +275,18 @@ def _train(staging: Staging | None, names: str, spec: JobSpec, env, config: Trai
         raise runner.Failed(f"{names}: {err}{kept_text(out)}") from None
 
 
-def _write(rep: Reproduction, out: Path, plans: list, runs: dict) -> None:
-    """The reproduction's folder: each condition's run, the table, the figure, the
-    summary and the JSON record. The folder was checked at the start and is held by this
-    job: the finished runs kept in it are replaced."""
+def _write(rep: Reproduction, out: Path, plans: list, runs: dict, model_runs: dict) -> None:
+    """The reproduction's folder: each condition's run (a population's or a model's),
+    the table, the figure, the summary and the JSON record. The folder was checked at
+    the start and is held by this job: the finished runs kept in it are replaced."""
     entry, scale = rep.entry, rep.scale
 
     def write(tmp: Path) -> None:
         for cond, _, _ in plans:
             save_run(runs[cond.name][0], tmp / cond.name, env_name=cond.env[scale],
                      env_options=dict(cond.env_options[scale]), preset=f"{entry.name}/{cond.name}", plot=False)
+        for name, result in model_runs.items():
+            write_model_run(result, result.spec, tmp / name, overwrite=False)
         write_table(rep.rows, tmp / TABLE_FILE)
         (entry.plot or plot_reproduction)(rep, tmp / FIGURE_FILE)
         (tmp / SUMMARY_FILE).write_text(summary(rep) + "\n")

@@ -104,59 +104,46 @@ punish strangers, where without punishment reciprocity rises (to about 1.3).
 from __future__ import annotations
 
 import textwrap
-from typing import NamedTuple
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
-from socialjax import make
-from socialjax.agents import donor_strategies as ds
 from socialjax.reproduce.core import (
-    Analysis,
     Entry,
     Reference,
     combined_verdict,
     finish_figure,
     interval,
+    model_condition,
     ordered_verdict,
     sign_verdict,
 )
-from socialjax.rollout import scan_steps
-from socialjax.train.cultural_evolution import DonorEvolutionConfig, make_donor_evolution
+from socialjax.reproduce.donor_populations import (  # noqa: F401 (evolve_runs, Population re-exported)
+    GENERATIONS,
+    LINEAR,
+    LINEAR_STINGY,
+    MULTIPLIERS,
+    NAMED,
+    RECIPROCAL,
+    RECIPROCAL_STINGY,
+    STINGY_START,
+    Population,
+    evolve_runs,
+)
+from socialjax.train.models import Model, register_model
 from socialjax.viz.plots import pyplot
 
-# Vallinder & Hughes 2024: 12 agents (the env's default), 10 generations, multiplier 2
-# with ablations 1.5 and 3, costly punishment as a variant (the paper, and the
-# parameters of its released notebook, aronvallinder/llm-donor-game).
-MULTIPLIERS = (1.5, 2.0, 3.0)
+# Vallinder & Hughes 2024: multiplier 2 with ablations 1.5 and 3 (MULTIPLIERS), costly
+# punishment as a variant (the paper, and its released notebook, aronvallinder/llm-donor-game)
 DEFAULT_MULTIPLIER = 2.0
 PUNISHMENT = (False, True)
-GENERATIONS = 10
 INITIAL_RESOURCES = 10.0  # each agent's resources at the start of a game (the env's default, the paper's)
 # ours: the small and cpu scales play the released code's pairing schedule only (each
 # schedule is two more compilations per population); the paper scale plays the paper
 # text's schedule as well
 SCHEDULES = {"small": ("released",), "cpu": ("released",), "paper": ("released", "alternating")}
 ALL_SCHEDULES = SCHEDULES["paper"]
-STINGY_START = 0.1  # ours: a population that seldom gives: initial bias / opening gift uniform in [0, 0.1]
 
 
-class Population(NamedTuple):
-    """Which strategies evolve (``space``, :data:`socialjax.agents.donor_strategies.SPACES`)
-    from which start (``gift_max``: the initial bias or opening gift is uniform in ``[0,
-    gift_max]``), and the prefix of its rows (``label``; none for the linear space from the
-    generous start, the entry's original rows)."""
-
-    space: str
-    gift_max: float
-    label: str
-
-
-LINEAR = Population("linear", 1.0, "")
-LINEAR_STINGY = Population("linear", STINGY_START, "linear, stingy start")
-RECIPROCAL = Population("reciprocal", 1.0, "reciprocal")
-RECIPROCAL_STINGY = Population("reciprocal", STINGY_START, "reciprocal, stingy start")
 # ours: the small scale (a pipeline check) evolves the linear space alone; the criterion
 # judges the published direction on the reciprocal space from a stingy start where it is run
 POPULATIONS = {"small": (LINEAR,), "cpu": (LINEAR, LINEAR_STINGY, RECIPROCAL, RECIPROCAL_STINGY)}
@@ -190,82 +177,61 @@ def quantities() -> tuple[str, ...]:
         + EVOLVED
 
 
-def _rows(scale: str) -> tuple[str, ...]:
-    return tuple(row(s, g, p, pop) for pop in POPULATIONS[scale] for s in SCHEDULES[scale] for p in PUNISHMENT
-                 for g in MULTIPLIERS)
+def evolution_keys(settings) -> tuple[tuple[str, str], ...]:
+    """The keys of :func:`evolution_values` with ``settings``: each multiplier's row and
+    :func:`quantities`."""
+    pop = NAMED[settings["population"]]
+    return tuple((row(settings["schedule"], g, settings["punishment"], pop), q) for g in MULTIPLIERS
+                 for q in quantities())
 
 
-def _keys(scale: str) -> tuple[tuple[str, str], ...]:
-    return tuple((name, q) for name in _rows(scale) for q in quantities())
+def evolution_series(settings) -> tuple[tuple[str, str], ...]:
+    """Its sequences over the generations: each row's resources and fraction given."""
+    pop = NAMED[settings["population"]]
+    return tuple((row(settings["schedule"], g, settings["punishment"], pop), q) for g in MULTIPLIERS
+                 for q in (RESOURCES_SERIES, GIVEN_SERIES))
 
 
-def _series(scale: str) -> tuple[tuple[str, str], ...]:
-    return tuple((name, q) for name in _rows(scale) for q in (RESOURCES_SERIES, GIVEN_SERIES))
-
-
-def generation_accounts(env, params, key: jax.Array, thetas: jax.Array, space: str = "linear") -> dict[str, jax.Array]:
-    """One generation of ``env`` (two games) played by strategies ``thetas (N, P)`` of
-    ``space``: the average final resources, and per agent per game the amount donated and
-    the resources punishment destroyed (what punishers paid plus the fines applied)."""
-
-    def policy(_, obs, state):
-        return ds.act(thetas, obs, env.trace_depth, env.punishment, space)
-
-    def per_step(carry, step):
-        loss = jnp.sum(step.info["punish_cost"]) + jnp.sum(step.info["fine"])
-        return carry, (jnp.sum(step.info["donated"]), loss, step.info["generation_final_resources"])
-
-    keys = jax.vmap(lambda t: jax.random.fold_in(key, t + 1))(jnp.arange(env.episode_length))  # step t: key t + 1
-    donated, loss, finals = scan_steps(env, env.reset(jax.random.fold_in(key, 0), params), policy, keys=keys,
-                                       params=params, record=per_step).records
-    per_game = env.num_agents * env.games_per_generation
-    return {"evolved resources": jnp.mean(finals[-1]), "evolved donated": jnp.sum(donated) / per_game,
-            "evolved punishment loss": jnp.sum(loss) / per_game}
-
-
-def evolve_runs(schedule: str, punishment: bool, seeds: int, multipliers=MULTIPLIERS,
-                generations: int = GENERATIONS, base_seed: int = 0,
-                population: Population = LINEAR) -> dict[str, np.ndarray]:
-    """Cultural evolution of ``population`` for each multiplier and ``seeds`` runs, one
-    jitted call: ``mean_final_resources`` and ``mean_fraction_given`` ``(M, S,
-    generations)`` and the evolved population's :func:`generation_accounts` ``(M, S)``.
-    Run ``s`` draws from ``fold_in(key(0), base_seed + s)`` alone, whatever the number
-    of runs."""
-    env = make("donor_game", schedule=schedule, punishment=punishment)
-    config = DonorEvolutionConfig(num_generations=generations, strategy_space=population.space,
-                                  init_gift_max=population.gift_max)
-
-    def one(multiplier, seed):
-        params = env.default_params.replace(multiplier=multiplier)
-        key_evolve, key_replay = jax.random.split(jax.random.fold_in(jax.random.key(0), seed))
-        thetas, metrics = make_donor_evolution(env, config, params=params)(key_evolve)
-        # thetas: the population after the last selection, played for one more generation
-        return metrics, generation_accounts(env, params, key_replay, thetas, population.space)
-
-    over_seeds = jax.vmap(one, in_axes=(None, 0))
-    numbers = np.arange(base_seed, base_seed + seeds, dtype=np.int32)
-    metrics, accounts = jax.jit(jax.vmap(over_seeds, in_axes=(0, None)))(np.asarray(multipliers, np.float32), numbers)
-    return {k: np.asarray(v, np.float64) for k, v in {**metrics, **accounts}.items()}
-
-
-def _compute(runs, scale: str, seeds: int, base_seed: int) -> dict[tuple[str, str], np.ndarray]:
-    out = {}
-    for population, schedule in ((pop, s) for pop in POPULATIONS[scale] for s in SCHEDULES[scale]):
-        for punishment in PUNISHMENT:
-            r = evolve_runs(schedule, punishment, seeds, base_seed=base_seed, population=population)
-            for i, g in enumerate(MULTIPLIERS):
-                name = row(schedule, g, punishment, population)
-                resources, given = r["mean_final_resources"][i], r["mean_fraction_given"][i]  # (S, G)
-                out[(name, RESOURCES_SERIES)], out[(name, GIVEN_SERIES)] = resources, given
-                for k in (1, GENERATIONS):
-                    out[(name, RESOURCES.format(k))] = resources[:, k - 1]
-                    out[(name, GIVEN.format(k))] = given[:, k - 1]
-                log = np.log10(np.maximum(resources, FLOOR))
-                out[(name, LOG_LAST)] = log[:, -1]
-                out[(name, GROWTH)] = log[:, -1] - log[:, 0]
-                for q in EVOLVED:
-                    out[(name, q)] = r[q][i]
+def evolution_values(population: str, schedule: str, punishment: bool, seeds: int, base_seed: int = 0
+                     ) -> dict[tuple[str, str], np.ndarray]:
+    """The rows of one population (a name of :data:`NAMED`), schedule and punishment
+    setting, one per multiplier, from one call of :func:`evolve_runs`: the first and last
+    generation's resources and fraction given, the log10 values the criterion compares,
+    the evolved population's accounts ``(seeds,)``, and the sequences over the
+    generations ``(seeds, generations)``. The model ``donor-evolution/strategies``."""
+    pop, out = NAMED[population], {}
+    r = evolve_runs(schedule, punishment, seeds, base_seed=base_seed, population=pop)
+    for i, g in enumerate(MULTIPLIERS):
+        name = row(schedule, g, punishment, pop)
+        resources, given = r["mean_final_resources"][i], r["mean_fraction_given"][i]  # (S, G)
+        out[(name, RESOURCES_SERIES)], out[(name, GIVEN_SERIES)] = resources, given
+        for k in (1, GENERATIONS):
+            out[(name, RESOURCES.format(k))] = resources[:, k - 1]
+            out[(name, GIVEN.format(k))] = given[:, k - 1]
+        log = np.log10(np.maximum(resources, FLOOR))
+        out[(name, LOG_LAST)] = log[:, -1]
+        out[(name, GROWTH)] = log[:, -1] - log[:, 0]
+        for q in EVOLVED:
+            out[(name, q)] = r[q][i]
     return out
+
+
+STRATEGIES = register_model(Model("donor-evolution/strategies", "donor_game", evolution_values, evolution_keys,
+                                  evolution_series))
+
+
+def _conditions():
+    """A condition per population, schedule and punishment setting (its rows: the
+    multipliers), at the scales that run it."""
+    conditions = []
+    for name, pop in NAMED.items():
+        for schedule in ALL_SCHEDULES:
+            for punishment in PUNISHMENT:
+                scales = [s for s in SCHEDULES if pop in POPULATIONS[s] and schedule in SCHEDULES[s]]
+                label = (f"{pop.label}, " if pop.label else "") + schedule + (", punishment" if punishment else "")
+                conditions.append(model_condition(label, STRATEGIES.name, {
+                    s: {"population": name, "schedule": schedule, "punishment": punishment} for s in scales}))
+    return tuple(conditions)
 
 
 def judged_population(finals) -> Population:
@@ -340,7 +306,7 @@ DONOR_EVOLUTION = Entry(
     name="donor-evolution",
     title="Donor game: cultural evolution of parametric strategies, with and without costly punishment",
     citation="Vallinder & Hughes, arXiv:2412.10270, 2024",
-    conditions=(),
+    conditions=_conditions(),
     measures=(),
     references=(
         Reference(row("released", DEFAULT_MULTIPLIER, False), GROWTH, None,
@@ -387,7 +353,5 @@ DONOR_EVOLUTION = Entry(
            "The multipliers 1.5 and 3 are measured but not judged (the published direction was not read). The "
            "comparisons use log10 of each run's average final resources (multiplicative dynamics: a few runs "
            "dominate an arithmetic mean over runs); the generation rows are the paper's arithmetic metric."),
-    analysis=Analysis(keys={scale: _keys(scale) for scale in SCHEDULES}, compute=_compute,
-                      series={scale: _series(scale) for scale in SCHEDULES}),
     plot=plot,
 )

@@ -18,6 +18,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from socialjax.train.models import MODELS, Model
 from socialjax.viz.plots import mean_ci95
 
 # The sizes an entry can run at: ``small``, a check that the pipeline runs (a minute or
@@ -32,20 +33,25 @@ VERDICTS = ("reproduced", "partly", "not reproduced")
 KIND = "reproduction"
 FINAL_SHARE = 0.2  # a run's value of a measure: its mean over the last (or first) 20% of updates
 WINDOWS = ("end", "start", "change")
+CONDITION_KINDS = ("population", "model")
 
 
 @dataclasses.dataclass(frozen=True)
 class Condition:
     """One arm of the experiment, per scale: a population trained on
-    ``sj.make(env[scale], **env_options[scale])`` with ``TrainConfig(**config[scale])``;
-    run at the ``scales`` listed, by default every scale ``config`` has (an arm too costly
-    for the CPU is given ``paper``, and perhaps ``gpu``, only)."""
+    ``sj.make(env[scale], **env_options[scale])`` with ``TrainConfig(**config[scale])``
+    (``kind="population"``), or a run of a registered model (``kind="model"``, made by
+    :func:`model_condition`: ``config[scale]`` is ``{"model": NAME, **settings}``,
+    :mod:`socialjax.train.models`), whose values fill rows of their own; run at the
+    ``scales`` listed, by default every scale ``config`` has (an arm too costly for the
+    CPU is given ``paper``, and perhaps ``gpu``, only)."""
 
     name: str
     env: Mapping[str, str]  # scale -> registered env name
     env_options: Mapping[str, Mapping[str, Any]]  # scale -> options
-    config: Mapping[str, Mapping[str, Any]]  # scale -> TrainConfig fields
+    config: Mapping[str, Mapping[str, Any]]  # scale -> TrainConfig fields, or a model's name and settings
     scales: tuple[str, ...] = ()
+    kind: str = "population"
 
     def __post_init__(self):
         if not self.scales:
@@ -53,6 +59,21 @@ class Condition:
         unknown = set(self.scales) - set(SCALES)
         if unknown:
             raise ValueError(f"{self.name}: unknown scales {sorted(unknown)}; the scales are {SCALES}")
+        if self.kind not in CONDITION_KINDS:
+            raise ValueError(f"{self.name}: kind must be one of {CONDITION_KINDS}, got {self.kind!r}")
+
+    def model(self, scale: str) -> tuple[Model, dict[str, Any]]:
+        """A model condition's model and its settings at ``scale``."""
+        config = dict(self.config[scale])
+        return MODELS[config.pop("model")], config
+
+
+def model_condition(name: str, model: str, settings: Mapping[str, Mapping[str, Any]]) -> Condition:
+    """A condition computed by the registered model ``model`` (registered before) with
+    ``settings[scale]`` at each scale it has."""
+    env = MODELS[model].env
+    return Condition(name, env={s: env for s in settings}, env_options={s: {} for s in settings},
+                     config={s: {"model": model, **dict(v)} for s, v in settings.items()}, kind="model")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,17 +160,40 @@ class Entry:
     def conditions_at(self, scale: str) -> tuple[Condition, ...]:
         return tuple(c for c in self.conditions if scale in c.scales)
 
+    def trained_at(self, scale: str) -> tuple[Condition, ...]:
+        """The conditions that train a population at ``scale`` (measured by :attr:`measures`)."""
+        return tuple(c for c in self.conditions_at(scale) if c.kind == "population")
+
+    def computed_at(self, scale: str) -> tuple[Condition, ...]:
+        """The conditions that run a model at ``scale`` (their values are rows of their own)."""
+        return tuple(c for c in self.conditions_at(scale) if c.kind == "model")
+
     def keys(self, scale: str) -> list[tuple[str, str]]:
-        """Every ``(row, quantity)`` the entry reports at ``scale``: each condition's
-        measures, then the analysis's keys."""
-        keys = [(c.name, m.name) for c in self.conditions_at(scale) for m in self.measures]
+        """Every ``(row, quantity)`` the entry reports at ``scale``: each trained
+        condition's measures, then the models' values, then the analysis's keys."""
+        return [(c.name, m.name) for c in self.trained_at(scale) for m in self.measures] + self.values_keys(scale)
+
+    def values_keys(self, scale: str) -> list[tuple[str, str]]:
+        """The keys of the values computed rather than measured over training: the
+        models' and the analysis's."""
+        keys = [k for c in self.computed_at(scale) for k in _model_keys(c, scale, "keys")]
         return keys + list(self.analysis.keys[scale] if self.analysis is not None else ())
+
+    def series(self, scale: str) -> list[tuple[str, str]]:
+        """The keys of the ``(S, X)`` sequences at ``scale`` (the models' and the analysis's)."""
+        keys = [k for c in self.computed_at(scale) for k in _model_keys(c, scale, "series")]
+        return keys + list(self.analysis.series.get(scale, ()) if self.analysis is not None else ())
 
     def condition(self, name: str) -> Condition:
         for c in self.conditions:
             if c.name == name:
                 return c
         raise KeyError(name)
+
+
+def _model_keys(cond: Condition, scale: str, which: str) -> tuple[tuple[str, str], ...]:
+    model, settings = cond.model(scale)
+    return tuple(getattr(model, which)(settings))
 
 
 @dataclasses.dataclass

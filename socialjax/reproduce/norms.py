@@ -36,7 +36,9 @@ published directions separated on seeds 0 and 1000 alike); ``paper`` longer game
 1000 generations (a CPU run too).
 
 No learning: the strategies are scripted (:mod:`socialjax.envs.institutions.ir_strategies`),
-so the entry is an analysis alone, one batch of simulations per seed.
+so the entry's two conditions are models (:mod:`socialjax.train.models`): the norms'
+stability (``norms/stability``, one batch of games per norm and seed) and the
+image-scoring evolution (``norms/image-scoring``, one compiled call).
 """
 
 from __future__ import annotations
@@ -48,14 +50,15 @@ import numpy as np
 from socialjax import make
 from socialjax.envs.institutions import ir_strategies as irs
 from socialjax.reproduce.core import (
-    Analysis,
     Entry,
     Reference,
     combined_verdict,
     finish_figure,
     interval,
+    model_condition,
     ordered_verdict,
 )
+from socialjax.train.models import Model, register_model
 from socialjax.viz.plots import pyplot
 
 NORM_NAMES = ("stern_judging", "simple_standing", "image_scoring", "shunning")
@@ -134,24 +137,41 @@ def image_scoring_cooperation(errors: tuple[float, ...], keys: jax.Array, genera
     return np.asarray(rates, np.float64)
 
 
-def _compute(runs, scale: str, seeds: int, base_seed: int) -> dict[tuple[str, str], np.ndarray]:
+def stability_values(rounds: int, games: int, seeds: int, base_seed: int = 0) -> dict[tuple[str, str], np.ndarray]:
+    """Every norm's stability row, ``(seeds,)`` per quantity: seed ``s``'s games of norm
+    ``i`` drawn from ``key(10000 (base_seed + s) + i)``. The model ``norms/stability``."""
     out: dict[tuple[str, str], list] = {}
     for s in range(seeds):
         for i, norm in enumerate(NORM_NAMES):
-            r = stability(norm, jax.random.key(10_000 * (base_seed + s) + i), ROUNDS[scale], GAMES[scale])
+            r = stability(norm, jax.random.key(10_000 * (base_seed + s) + i), rounds, games)
             for strategy in STRATEGIES:
                 out.setdefault((norm, f"payoff_{strategy}"), []).append(r[strategy])
             out.setdefault((norm, "cooperation"), []).append(r["cooperation"])
             out.setdefault((norm, "disc_minus_allc"), []).append(r["DISC"] - r["ALLC"])
             out.setdefault((norm, "disc_minus_alld"), []).append(r["DISC"] - r["ALLD"])
-    keys = jnp.stack([jnp.stack([jax.random.split(jax.random.key(10_000 * (base_seed + s) + 100 + j),
-                                                  IMAGE_RUNS[scale]) for j in range(len(IMAGE_ERRORS))])
-                      for s in range(seeds)])  # (S, E, R)
-    rates = image_scoring_cooperation(IMAGE_ERRORS, keys, GENERATIONS[scale])
+    return {k: np.asarray(v, np.float64) for k, v in out.items()}
+
+
+def image_scoring_values(generations: int, runs: int, seeds: int, base_seed: int = 0
+                         ) -> dict[tuple[str, str], np.ndarray]:
+    """Image-scoring evolution at each of :data:`IMAGE_ERRORS`, ``(seeds,)`` per
+    quantity: a seed's cooperation (the mean over its ``runs`` evolutions) and the share
+    of them that stay cooperative; seed ``s``'s evolutions at error ``j`` split from
+    ``key(10000 (base_seed + s) + 100 + j)``. The model ``norms/image-scoring``."""
+    keys = jnp.stack([jnp.stack([jax.random.split(jax.random.key(10_000 * (base_seed + s) + 100 + j), runs)
+                                 for j in range(len(IMAGE_ERRORS))]) for s in range(seeds)])  # (S, E, R)
+    rates = image_scoring_cooperation(IMAGE_ERRORS, keys, generations)
+    out = {}
     for j, e in enumerate(IMAGE_ERRORS):
         out[(f"image scoring, e={e:g}", "cooperation")] = rates[:, j].mean(axis=1)
         out[(f"image scoring, e={e:g}", "cooperative_runs")] = (rates[:, j] > COOPERATIVE).mean(axis=1)
-    return {k: np.asarray(v, np.float64) for k, v in out.items()}
+    return out
+
+
+STABILITY = register_model(Model("norms/stability", "indirect_reciprocity", stability_values,
+                                 lambda settings: _stability_keys()))
+IMAGE_SCORING = register_model(Model("norms/image-scoring", "indirect_reciprocity", image_scoring_values,
+                                     lambda settings: _image_keys()))
 
 
 def _criterion(finals):
@@ -200,7 +220,11 @@ NORMS = Entry(
     name="norms",
     title="Indirect reciprocity: which second-order norms keep discriminators stable; image scoring under errors",
     citation="Ohtsuki & Iwasa, JTB 2004; Nowak & Sigmund, Nature 1998",
-    conditions=(),
+    conditions=(
+        model_condition("stability", STABILITY.name, {s: {"rounds": ROUNDS[s], "games": GAMES[s]} for s in ROUNDS}),
+        model_condition("image scoring", IMAGE_SCORING.name,
+                        {s: {"generations": GENERATIONS[s], "runs": IMAGE_RUNS[s]} for s in ROUNDS}),
+    ),
     measures=(),
     references=(
         Reference("stern_judging", "disc_minus_alld", None, OHTSUKI, HOW,
@@ -226,6 +250,5 @@ NORMS = Entry(
           "Ohtsuki & Iwasa's result is analytical (an infinite population, the limit of small errors); ours is "
           "simulated, so their classification is the reference, not a number.",
     seeds={"small": 2, "cpu": 4, "paper": 3},
-    analysis=Analysis(keys={scale: _stability_keys() + _image_keys() for scale in ROUNDS}, compute=_compute),
     plot=plot,
 )

@@ -74,7 +74,6 @@ from socialjax import make
 from socialjax.envs.institutions.partner_punishment import episode_length
 from socialjax.reproduce.core import (
     FINAL_SHARE,
-    Analysis,
     Condition,
     Entry,
     Measure,
@@ -82,10 +81,12 @@ from socialjax.reproduce.core import (
     combined_verdict,
     final_values,
     finish_figure,
+    model_condition,
     ordered_verdict,
     stream_key,
 )
 from socialjax.reproduce.partner_punishment_tabular import GAMMA, tabular_run
+from socialjax.train.models import Model, register_model
 from socialjax.viz.plots import mean_ci95, pyplot
 
 # ----------------------------------------------------------------------------- conditions
@@ -160,10 +161,13 @@ def summarise(row: str, played, cooperated, punished, unjust, reward) -> dict[tu
     return out
 
 
-def tabular_values(scale: str, seeds: int, base_seed: int = 0, size: TabularSize | None = None
+def tabular_values(games: int, episodes: int, cycles: int, seeds: int, base_seed: int = 0, quick: bool = False
                    ) -> dict[tuple[str, str], np.ndarray]:
-    """Every tabular row's keys (:func:`summarise`) at ``scale`` (or ``size``)."""
-    curves, out = tabular_curves(size or TABULAR[scale], seeds, base_seed, quick=scale == "small"), {}
+    """Every tabular row's keys (:func:`summarise`): the populations of every condition
+    with ``games`` parallel games per seed, ``episodes`` of training of ``cycles``
+    cycles (:class:`TabularSize`), one compiled call (:func:`tabular_curves`). The model
+    ``partner-punishment/tabular``."""
+    curves, out = tabular_curves(TabularSize(games, episodes, cycles), seeds, base_seed, quick=quick), {}
     for c, name in enumerate(CONDITIONS):
         out.update(summarise(f"tabular/{name}", *(curves[k][c] for k in ("played", "cooperated", "punished",
                                                                            "unjust_punishments", "reward"))))
@@ -212,16 +216,20 @@ def rows(scale: str) -> tuple[str, ...]:
     return TABULAR_ROWS + (tuple(c.name for c in DQN_CONDITIONS) if scale == "paper" else ())
 
 
-def _keys(scale: str) -> tuple[tuple[str, str], ...]:
+def _keys(settings) -> tuple[tuple[str, str], ...]:
     return tuple((row, q) for row in TABULAR_ROWS for q in QUANTITIES)
 
 
-def _series(scale: str) -> tuple[tuple[str, str], ...]:
+def _series(settings) -> tuple[tuple[str, str], ...]:
     return tuple((row, f"{q} over training") for row in TABULAR_ROWS for q in ("cooperation", "punishments"))
 
 
-def _compute(runs, scale: str, seeds: int, base_seed: int) -> dict[tuple[str, str], np.ndarray]:
-    return tabular_values(scale, seeds, base_seed)  # (the DQN rows are conditions, measured as such)
+TABULAR_MODEL = register_model(Model("partner-punishment/tabular", "partner_punishment_one_action", tabular_values,
+                                     _keys, _series))
+# the tabular learners, every condition in one run (its rows tabular/<condition>); the small
+# scale's tiny programs compile with QUICK_COMPILE
+TABULAR_CONDITION = model_condition("tabular", TABULAR_MODEL.name,
+                                    {s: {**size._asdict(), "quick": s == "small"} for s, size in TABULAR.items()})
 
 
 def curve_over_training(rep, row: str, quantity: str) -> np.ndarray:
@@ -292,7 +300,7 @@ PARTNER_PUNISHMENT = Entry(
     name="partner-punishment",
     title="Direct punishment, partner selection and reputation vs neither, independent learners in the PD",
     citation="Dasgupta & Musolesi, Autonomous Agents and Multi-Agent Systems 39(1), 2025 (arXiv 2301.08278)",
-    conditions=DQN_CONDITIONS,
+    conditions=DQN_CONDITIONS + (TABULAR_CONDITION,),
     measures=MEASURES,
     references=_references(),
     criterion=_criterion,
@@ -315,7 +323,5 @@ PARTNER_PUNISHMENT = Entry(
            "2000 cycles, the paper's 2000 episodes). DQN learners (paper scale): one network per agent, 128 "
            "hidden units, discount 0.9, Adam 1e-3, 2000 one-cycle episodes (their selection sees reputations of "
            "0), 20 seeds; also third-party punishment. The published findings are qualitative."),
-    analysis=Analysis(keys={s: _keys(s) for s in ("small", "cpu", "paper")}, compute=_compute,
-                      series={s: _series(s) for s in ("small", "cpu", "paper")}),
     plot=plot,
 )

@@ -57,17 +57,18 @@ import numpy as np
 from socialjax import make
 from socialjax.envs.institutions.public_goods import design_params
 from socialjax.reproduce.core import (
-    Analysis,
     Entry,
     Reference,
     combined_verdict,
     finish_figure,
     interval,
+    model_condition,
     ordered_verdict,
     sign_verdict,
     stream_key,
 )
 from socialjax.reproduce.punishment_rules import SESSION, session
+from socialjax.train.models import Model, register_model
 from socialjax.viz.plots import pyplot
 
 # Fehr & Gaechter 2000: 10 periods per treatment; Fehr & Gaechter 2002: 6.
@@ -114,23 +115,27 @@ def simulate(env, params, key: jax.Array, punish) -> dict[str, jax.Array]:
     return jax.jit(run, compiler_options=QUICK_COMPILE)(params, key, punish)
 
 
-def scripted_values(scale: str, seeds: int, base_seed: int = 0) -> dict[tuple[str, str], np.ndarray]:
-    """Every scripted row's per-period contributions and summary quantities, ``(S,)``
-    each (a seed's value is the mean over its ``SESSIONS[scale]`` sessions)."""
-    G, out = SESSIONS[scale], {}
-    for m, matching in enumerate(MATCHINGS):
-        env = make("public_goods", num_agents=SESSION, punishment=True, matching=matching,
-                   num_periods=max(PERIODS.values()))
-        cases = [(design, punish) for design, arm in ARMS if arm == matching for punish in (False, True)]
-        per_case = [design_params(design) for design, _ in cases]  # numpy leaves
-        params = jax.tree_util.tree_map(lambda *x: np.repeat(np.stack([np.asarray(v) for v in x]), seeds * G, axis=0),
-                                        *per_case)
-        punish = np.repeat([p for _, p in cases], seeds * G)
-        res = {k: np.asarray(v, np.float64).reshape(len(cases), seeds, G, -1).mean(axis=2)
-               for k, v in simulate(env, params, stream_key(1000 + m, base_seed), punish).items()}  # (cases, S, P)
-        for c, (design, punish) in enumerate(cases):
-            out.update(summarise(row_name(design, matching, punish), res["contribution"][c, :, :PERIODS[design]],
-                                 res["payoff"][c, :, :PERIODS[design]], res["points"][c, :, :PERIODS[design]]))
+def matching_values(matching: str, sessions: int, seeds: int, base_seed: int = 0) -> dict[tuple[str, str], np.ndarray]:
+    """The scripted rows of one ``matching`` (:data:`ARMS`: each design played under it,
+    with and without punishment) in one compiled call: each row's per-period
+    contributions and summary quantities (:func:`summarise`), ``(seeds,)`` each, a
+    seed's value the mean over its ``sessions`` sessions. The model
+    ``punishment/sessions``."""
+    m = MATCHINGS.index(matching)
+    env = make("public_goods", num_agents=SESSION, punishment=True, matching=matching,
+               num_periods=max(PERIODS.values()))
+    cases = [(design, punish) for design, arm in ARMS if arm == matching for punish in (False, True)]
+    per_case = [design_params(design) for design, _ in cases]  # numpy leaves
+    runs = seeds * sessions
+    params = jax.tree_util.tree_map(lambda *x: np.repeat(np.stack([np.asarray(v) for v in x]), runs, axis=0),
+                                    *per_case)
+    punish = np.repeat([p for _, p in cases], runs)
+    res = {k: np.asarray(v, np.float64).reshape(len(cases), seeds, sessions, -1).mean(axis=2)
+           for k, v in simulate(env, params, stream_key(1000 + m, base_seed), punish).items()}  # (cases, S, P)
+    out = {}
+    for c, (design, punish) in enumerate(cases):
+        out.update(summarise(row_name(design, matching, punish), res["contribution"][c, :, :PERIODS[design]],
+                             res["payoff"][c, :, :PERIODS[design]], res["points"][c, :, :PERIODS[design]]))
     return out
 
 
@@ -148,20 +153,22 @@ def summarise(row: str, contribution: np.ndarray, payoff: np.ndarray, points: np
     return out
 
 
-def scripted_keys() -> tuple[tuple[str, str], ...]:
+def matching_keys(settings) -> tuple[tuple[str, str], ...]:
+    """The keys of :func:`matching_values` under ``settings["matching"]``."""
     keys = []
     for design, matching in ARMS:
+        if matching != settings["matching"]:
+            continue
         for punish in (False, True):
             row = row_name(design, matching, punish)
             keys += [(row, period_key(t)) for t in range(PERIODS[design])] + [(row, q) for q in QUANTITIES]
     return tuple(keys)
 
 
+SESSIONS_MODEL = register_model(Model("punishment/sessions", "public_goods", matching_values, matching_keys))
+
+
 # ------------------------------------------------------------------------------ the entry
-def _compute(runs, scale: str, seeds: int, base_seed: int) -> dict[tuple[str, str], np.ndarray]:
-    return scripted_values(scale, seeds, base_seed)
-
-
 def _criterion(finals):
     parts = []
     for design, matching in ARMS:
@@ -234,7 +241,9 @@ PUNISHMENT = Entry(
     name="punishment",
     title="Public goods with and without peer punishment, partner vs stranger matching",
     citation="Fehr & Gaechter, AER 2000; Fehr & Gaechter, Nature 2002",
-    conditions=(),
+    conditions=tuple(model_condition(matching, SESSIONS_MODEL.name,
+                                     {scale: {"matching": matching, "sessions": n} for scale, n in SESSIONS.items()})
+                     for matching in MATCHINGS),
     measures=(),
     references=_references(),
     criterion=_criterion,
@@ -253,6 +262,5 @@ PUNISHMENT = Entry(
            "in the same games: the punishment-learners entry). Our stranger matching "
            "redraws groups at random; F&G 2002 kept any two members from meeting twice. The published per-period "
            "numbers were not read here: every reference is qualitative."),
-    analysis=Analysis(keys={scale: scripted_keys() for scale in SESSIONS}, compute=_compute),
     plot=plot,
 )

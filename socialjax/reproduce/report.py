@@ -91,13 +91,13 @@ def to_json(rep: Reproduction) -> dict[str, Any]:
 def plot_reproduction(rep: Reproduction, path: Path) -> None:
     """One panel per measure: each condition's curve (mean over seeds, 95% band)
     against env steps, the published values as dashed lines in the condition's colour;
-    and, for an entry with an analysis, a panel of its values (mean and 95% interval,
+    and, for an entry with models or an analysis, a panel of their values (mean and 95% interval,
     the published value beside each)."""
     plt = pyplot()
 
     e = rep.entry
-    measures = e.measures if e.conditions_at(rep.scale) else ()
-    extra = list(e.analysis.keys[rep.scale]) if e.analysis is not None else []
+    measures = e.measures if e.trained_at(rep.scale) else ()
+    extra = e.values_keys(rep.scale)
     panels = len(measures) + bool(extra)
     if panels == 0:
         raise ValueError(f"{e.name}: nothing to plot (no condition at scale {rep.scale!r} and no analysis)")
@@ -106,7 +106,7 @@ def plot_reproduction(rep: Reproduction, path: Path) -> None:
     if extra:
         analysis_panel(axes[0][-1], rep, extra, "after training" if measures else "values")
     for ax, m in zip(axes[0], measures):
-        for i, cond in enumerate(e.conditions_at(rep.scale)):
+        for i, cond in enumerate(e.trained_at(rep.scale)):
             curve = rep.curves[(cond.name, m.name)]
             ok = np.isfinite(curve).all(axis=0)  # updates in which an episode ended (in every seed)
             x = rep.steps[cond.name][ok]

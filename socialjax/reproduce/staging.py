@@ -5,8 +5,9 @@ While ``socialjax reproduce`` trains, each run (one condition, or a group of con
 trained as one grid) is a job of the one runner (:func:`socialjax.train.runner.execute`)
 whose output folder is ``OUT/resume/<run>/``, beside ``OUT/resume/reproduce.json`` (the
 entry, scale, seeds and base seed): a finished run is a population result written whole
-(:func:`socialjax.train.save_run`), a run stopped by Ctrl-C or SIGTERM keeps its training
-state there as a checkpoint. The output folder is then an unfinished run
+(:func:`socialjax.train.save_run`) or a model run's (:mod:`socialjax.train.models`), a
+population stopped by Ctrl-C or SIGTERM keeps its training state there as a checkpoint.
+The output folder is then an unfinished run
 (:func:`socialjax.train.store.folder_state`); the same command run again reads the
 finished runs back instead of training them (their bits are the ones saved), continues
 the stopped one from its checkpoint (the same bits as a run never stopped), and the
@@ -24,6 +25,7 @@ import shutil
 from pathlib import Path
 
 from socialjax.train import RunResult, load_run, results, store
+from socialjax.train.models import ModelRun, load_model_run
 from socialjax.train.population import make_train
 from socialjax.train.runner import Destination, execute
 from socialjax.train.spec import JobSpec
@@ -75,10 +77,20 @@ class Staging:
                          meta.get("chunk"), int(meta.get("memory_bytes", 0)),
                          {k: tuple(v) for k, v in meta.get("compile_times", {}).items()})
 
-    def train(self, name: str, spec: JobSpec, listeners: Listeners, progress: bool) -> RunResult:
-        """Train the run ``name`` (``spec``, a population job) into its folder through the
-        runner, from the checkpoint a stopped try of the same settings left there, if
-        any. A stop or a failure is the runner's :class:`~socialjax.train.runner.Stopped`
+    def get_model(self, name: str) -> ModelRun | None:
+        """The model run ``name`` as saved (``None`` when it is not, or is damaged)."""
+        path = self.folder / run_folder(name)
+        if not path.is_dir():
+            return None
+        try:
+            return load_model_run(path)
+        except (store.ResultError, ValueError, KeyError, OSError):
+            return None
+
+    def train(self, name: str, spec: JobSpec, listeners: Listeners, progress: bool) -> RunResult | ModelRun:
+        """Run ``name`` (``spec``, a population or model job) into its folder through the
+        runner, a population from the checkpoint a stopped try of the same settings left
+        there, if any. A stop or a failure is the runner's :class:`~socialjax.train.runner.Stopped`
         or :class:`~socialjax.train.runner.Failed`, the state kept."""
         self.folder.mkdir(parents=True, exist_ok=True)
         with store.replacing(self.folder / SETTINGS_FILE) as tmp:

@@ -43,6 +43,7 @@ CONFIG_FILE = "config.json"
 CHECKPOINT_FILE = "checkpoint.msgpack"
 CURVES_FILE = "curves.png"
 SUMMARY_FILE = "summary.txt"
+VALUES_FILE = "values.npz"  # a model run's values (socialjax.train.models)
 OUTPUT_FILES = (METRICS_FILE, CONFIG_FILE, CHECKPOINT_FILE, CURVES_FILE, SUMMARY_FILE, store.MANIFEST)
 FORMAT_VERSION = 2  # 2: states stored by path name, one format for results and checkpoints (1: leaf order)
 KIND = "population"

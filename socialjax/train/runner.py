@@ -20,7 +20,8 @@ and hands the figure to the listeners. What it raises:
 A job kind is one :class:`JobKind` value: how to train a spec (the engine's arguments in,
 the kind's result out), how to write that result, the name of its figure, the word for
 its updates. :func:`register_kind` adds one; the population kind is here, donor
-evolution's in :mod:`socialjax.train.cultural_evolution`.
+evolution's in :mod:`socialjax.train.cultural_evolution`, the models' (scripted,
+tabular and evolutionary programs, one computation each) in :mod:`socialjax.train.models`.
 
 The caller checks and claims the output folder (:func:`socialjax.train.store.check_out_dir`,
 :func:`~socialjax.train.store.claim`) and owns the listeners; under
@@ -106,14 +107,14 @@ class JobKind:
     ``label``, ``chunk``, ``memory``, ``segment``, ``on_segment``, ``resume`` and
     ``trackers``; returns the kind's result), ``write(result, spec, out, overwrite)``
     (the result folder, whole or not at all; returns the summary text) and ``figure``
-    (the file of the result folder handed to the listeners)."""
+    (the file of the result folder handed to the listeners; ``None``: it draws none)."""
 
     name: str
     unit: str
     num_updates: Callable[[JobSpec], int]
     train: Callable[..., Any]
     write: Callable[..., str]
-    figure: str
+    figure: str | None
 
 
 KINDS: dict[str, JobKind] = {}
@@ -179,9 +180,8 @@ def execute(spec: JobSpec, dest: Destination, listeners: Listeners, *, resume: S
     if not lead:
         return result, ""
     text = _write(kind, result, spec, dest, replace=dest.overwrite or bool(every) or resume is not None, kept=kept)
-    figure = out / kind.figure
-    if figure.exists():
-        listeners.artifact(figure)
+    if kind.figure is not None and (out / kind.figure).exists():
+        listeners.artifact(out / kind.figure)
     return result, text
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-JOB_KINDS = ("population", "donor-evolution")
+JOB_KINDS = ("population", "donor-evolution", "model")
 SPEC_KEYS = ("job", "env", "env_options", "config", "seeds", "base_seed", "preset")
 
 

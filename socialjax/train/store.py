@@ -28,7 +28,7 @@ job did not write (a user's notes beside a checkpoint or a result) are never del
 a result that replaces their folder takes a copy of them (``NAME.kept`` where the new
 result uses the name).
 
-The manifest also names the job ``kind`` (``population`` or ``donor-evolution``), so a
+The manifest also names the job ``kind`` (``population``, ``donor-evolution``, ``model``), so a
 loader refuses a folder written by another job.
 
 Where it lives: the folder's names, states and the checks of an output path in
@@ -71,7 +71,7 @@ from socialjax.train.store_paths import (
 )
 
 MANIFEST_VERSION = 1
-KINDS = ("population", "donor-evolution", "checkpoint", "reproduction")
+KINDS = ("population", "donor-evolution", "model", "checkpoint", "reproduction")
 
 __all__ = ["KINDS", "MANIFEST", "MANIFEST_VERSION", "RESUME_DIR", "OutputError", "ResultError", "check_out_dir",
            "check_out_file", "check_text_path", "check_writable", "claim", "clear_leftovers", "folder_state",

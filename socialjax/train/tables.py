@@ -34,6 +34,10 @@ Donor-evolution folders (``socialjax train donor-evolution``,
 ``seed`` (the index), ``generation`` (1-based), ``metric`` and ``value``, one row per
 entry of each ``(M, seeds, generations)`` array.
 
+Model runs (:mod:`socialjax.train.models`, e.g. a reproduction's scripted or tabular
+conditions) give ``row``, ``quantity``, ``seed`` (the index), ``step`` (1-based, the
+point of a series; empty for a value, one per seed) and ``value``.
+
 In :func:`to_frame`, ``grid_point``, ``seed`` and ``generation`` are ``int64``,
 ``update`` and ``member`` pandas' nullable ``Int64``; :func:`write_csv` writes the
 missing ones as empty fields, floats with ``repr`` (they read back exactly) and
@@ -53,23 +57,35 @@ from typing import Any
 import numpy as np
 
 from socialjax.train import store
-from socialjax.train.formats import CONFIG_FILE, METRICS_FILE, SUMMARY_FILE, config_from_dict, read_json, read_npz
+from socialjax.train.formats import (
+    CONFIG_FILE,
+    METRICS_FILE,
+    SUMMARY_FILE,
+    VALUES_FILE,
+    config_from_dict,
+    read_json,
+    read_npz,
+)
 from socialjax.train.reports import format_donor_summary, format_summary
 
 POPULATION = "population"
 DONOR_EVOLUTION = "donor-evolution"
+MODEL = "model"
 INSTALL_HINT = 'pip install "socialjax[tables]"'
-NULLABLE = ("update", "member")  # integer columns that are empty for arrays without that axis
+NULLABLE = ("update", "member", "step")  # integer columns that are empty for arrays without that axis
 
 
 def _read(path: str | os.PathLike) -> tuple[str, dict[str, Any], dict[str, np.ndarray]]:
     """``(kind, meta, arrays)`` of a results folder: ``kind`` is ``"population"`` (meta:
-    config.json) or ``"donor-evolution"`` (meta: ``{}``); ``arrays``: every array of
-    metrics.npz. The one place this module reads a folder."""
+    config.json), ``"donor-evolution"`` (meta: ``{}``) or ``"model"`` (meta: config.json,
+    arrays: values.npz); ``arrays``: every array of metrics.npz. The one place this
+    module reads a folder."""
     path = Path(path)
     kind = store.verify(path).get("kind")
-    if kind not in (POPULATION, DONOR_EVOLUTION):
+    if kind not in (POPULATION, DONOR_EVOLUTION, MODEL):
         raise store.ResultError(f"{path} holds a {kind} folder, not the results of a run")
+    if kind == MODEL:
+        return MODEL, read_json(path / CONFIG_FILE), read_npz(path / VALUES_FILE)
     arrays = read_npz(path / METRICS_FILE)
     if kind == DONOR_EVOLUTION:
         if "multipliers" not in arrays:
@@ -84,13 +100,15 @@ def _read(path: str | os.PathLike) -> tuple[str, dict[str, Any], dict[str, np.nd
 
 def summary(path: str | os.PathLike) -> str:
     """The one-screen summary of a results folder: summary.txt of a population run
-    (rebuilt from metrics.npz and config.json when it is missing), or the per-generation
+    (rebuilt from metrics.npz and config.json when it is missing) or of a model run, or the per-generation
     table of a donor-evolution run (:func:`~socialjax.train.reports.format_donor_summary`,
     without the wall time, which the folder does not keep)."""
     path = Path(path)
     kind, meta, arrays = _read(path)
     if kind == DONOR_EVOLUTION:
         return _donor_summary(path, arrays)
+    if kind == MODEL:  # its summary.txt is in its manifest: verified present
+        return (path / SUMMARY_FILE).read_text().rstrip("\n")
     if (path / SUMMARY_FILE).is_file():
         return (path / SUMMARY_FILE).read_text().rstrip("\n")
     metrics = {k: v for k, v in arrays.items() if k != "seeds" and not k.startswith("grid/")}
@@ -131,6 +149,8 @@ def blocks(path: str | os.PathLike) -> tuple[list[str], Iterator[dict[str, np.nd
     kind, meta, arrays = _read(path)
     if kind == DONOR_EVOLUTION:
         return ["multiplier", "seed", "generation", "metric", "value"], _donor_blocks(Path(path), arrays)
+    if kind == MODEL:
+        return ["row", "quantity", "seed", "step", "value"], _model_blocks(Path(path), meta, arrays)
     sweep = list(meta.get("sweep", []))
     return ["grid_point", *sweep, "seed", "update", "member", "metric", "value"], \
         _population_blocks(Path(path), meta, arrays, sweep)
@@ -182,6 +202,19 @@ def _donor_blocks(path: Path, arrays) -> Iterator[dict]:
                "metric": np.full(mi.shape, name, object), "value": a.reshape(-1).astype(np.float64)}
 
 
+def _model_blocks(path: Path, meta, arrays) -> Iterator[dict]:
+    keys = [tuple(k) for k in meta.get("keys", []) + meta.get("series", [])]
+    if sorted(arrays) != sorted(f"v{i}" for i in range(len(keys))):
+        raise ValueError(f"{path}: {VALUES_FILE} does not hold one array per key and series of {CONFIG_FILE}")
+    for i, (row, quantity) in enumerate(keys):
+        a = np.asarray(arrays[f"v{i}"], np.float64)
+        series = a.ndim == 2
+        s, x = np.indices(a.shape if series else (*a.shape, 1)).reshape(2, -1)
+        yield {"row": np.full(s.shape, row, object), "quantity": np.full(s.shape, quantity, object),
+               "seed": s.astype(np.int64), "step": (x + 1).astype(np.int64) if series else None,
+               "value": a.reshape(-1)}
+
+
 def to_frame(path: str | os.PathLike):
     """The results folder ``path`` as a long pandas DataFrame (see the module docstring).
     Needs pandas (``pip install "socialjax[tables]"``)."""
@@ -197,7 +230,7 @@ def to_frame(path: str | os.PathLike):
             values = [np.zeros(len(p["value"]), np.int64) if p[c] is None else p[c] for p in parts]
             mask = [np.full(len(p["value"]), p[c] is None) for p in parts]
             out[c] = pd.arrays.IntegerArray(_cat(values, np.int64), _cat(mask, bool))
-        elif c == "metric":
+        elif c in ("metric", "row", "quantity"):
             out[c] = pd.Series(_cat([p[c] for p in parts], object), dtype=str)
         else:
             out[c] = _cat([p[c] for p in parts], None)

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from socialjax.reproduce import VERDICTS, get_entry, reproduce
+from socialjax.train.models import load_model_run
 
 
 @contextlib.contextmanager
@@ -67,6 +68,24 @@ def check_verdict(rep) -> None:
         if np.isfinite(values).any():
             assert row["ours"] == pytest.approx(np.nanmean(values))
         assert row["seeds"] == rep.seeds
+
+
+def check_model_runs(rep, out) -> None:
+    """The reproduction's folder holds each model condition's run as a model result
+    (``OUT/<condition>/``), saved with its settings and the very values of the table and
+    the figure; no population was trained for the entry at this scale."""
+    computed = rep.entry.computed_at(rep.scale)
+    assert computed and not rep.entry.trained_at(rep.scale)
+    assert sorted(p.parent.name for p in out.glob("*/config.json")) == sorted(c.name for c in computed)
+    for cond in computed:
+        saved = load_model_run(out / cond.name)
+        model, settings = cond.model(rep.scale)
+        assert saved.spec.config == {"model": model.name, **settings} and saved.spec.seeds == tuple(range(rep.seeds))
+        assert saved.keys == model.keys(settings) and saved.series == model.series(settings)
+        for key in saved.keys:
+            np.testing.assert_array_equal(saved.values[key], rep.finals[key])
+        for key in saved.series:
+            np.testing.assert_array_equal(saved.values[key], rep.curves[key])
 
 
 def quoted(rep, key) -> str:

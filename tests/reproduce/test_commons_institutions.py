@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from small_runs import check_verdict, optimised, quoted, reproduction_fixture
+from small_runs import check_model_runs, check_verdict, optimised, quoted, reproduction_fixture
 
 import socialjax as sj
 from socialjax.reproduce import reproduce
@@ -50,7 +50,7 @@ def test_govsim_rates_are_bounded_and_a_full_lake_pays_the_asked_share(instituti
     for key in (("govsim below threshold", "max_collapse_rate"), ("govsim well above threshold", "collapse_rate"),
                 ("govsim curve", "largest_drop")):
         assert quoted(rep, key) in rep.reason
-    assert not any(out.glob("*/config.json"))  # the IPPO arms are paper scale only
+    check_model_runs(rep, out)  # the IPPO arms are paper scale only
     assert (out / "figure.png").stat().st_size > 10_000
 
 

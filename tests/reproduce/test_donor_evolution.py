@@ -5,7 +5,7 @@ punishment destroyed, and a verdict that follows from the runs."""
 
 import numpy as np
 import pytest
-from small_runs import check_verdict, optimised, quoted, reproduction_fixture
+from small_runs import check_model_runs, check_verdict, optimised, quoted, reproduction_fixture
 
 from socialjax.reproduce.core import interval
 from socialjax.reproduce.donor_evolution import (
@@ -77,7 +77,7 @@ def test_resources_and_fractions_are_within_the_game_and_the_verdict_follows(don
         assert quoted(rep, (base, GROWTH)) in rep.reason
         assert quoted(rep, (row(schedule, DEFAULT_MULTIPLIER, True), LOG_LAST)) in rep.reason
         assert quoted(rep, (base, LOG_LAST)) in rep.reason
-    assert not any(out.glob("*/config.json"))  # no training condition, no run folder
+    check_model_runs(rep, out)
     assert (out / "figure.png").stat().st_size > 0
 
 

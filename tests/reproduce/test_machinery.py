@@ -31,6 +31,7 @@ from socialjax.reproduce.core import (
 )
 from socialjax.reproduce.schelling import compositions, diagram
 from socialjax.train import TrainConfig, store
+from socialjax.train.models import model_spec
 from socialjax.train.runner import run_module
 
 
@@ -108,10 +109,14 @@ def test_every_entry_is_complete_and_its_configs_are_valid():
             assert ref.source and ref.how, (entry.name, ref)
         for cond in entry.conditions:
             for scale in cond.scales:
+                sj.make(cond.env[scale], **dict(cond.env_options[scale]))
+                if cond.kind == "model":  # its settings are ones its model takes, all of them given
+                    model, settings = cond.model(scale)
+                    model.settings_of(model_spec(model.name, settings, 2))
+                    continue
                 config = TrainConfig().replace(**dict(cond.config[scale]))
                 config.validate()
                 assert not config.unread(), (entry.name, cond.name, scale, config.unread())
-                sj.make(cond.env[scale], **dict(cond.env_options[scale]))
     with pytest.raises(ValueError, match="Did you mean 'cleanup-reward'"):
         get_entry("cleanup-rewards")
 

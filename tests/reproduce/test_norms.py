@@ -4,7 +4,7 @@ follows from them."""
 
 import numpy as np
 import pytest
-from small_runs import check_verdict, optimised, reproduction_fixture
+from small_runs import check_model_runs, check_verdict, optimised, reproduction_fixture
 
 from socialjax.reproduce import reproduce
 from socialjax.reproduce.norms import IMAGE_ERRORS, NORM_NAMES, NORMS, STRATEGIES
@@ -32,7 +32,7 @@ def test_payoffs_are_within_the_donor_game_and_the_verdict_follows(norms):
     # the norms differ only in how a donation to a BAD recipient is judged: with all-GOOD labels and no
     # errors they would be the same game, so the differences measured here come from the errors
     assert f"{np.mean(f[('stern_judging', 'cooperation')]):.3g} vs" in rep.reason
-    assert not any(out.glob("*/config.json"))  # no training condition, no run folder
+    check_model_runs(rep, out)
 
 
 @pytest.mark.slow

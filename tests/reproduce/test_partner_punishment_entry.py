@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from small_runs import check_verdict, quoted, reproduction_fixture
+from small_runs import check_model_runs, check_verdict, quoted, reproduction_fixture
 
 from socialjax import make
 from socialjax.envs.institutions.partner_punishment import JUST_REWARD, PUNISH_LOSS, UNJUST_REWARD
@@ -16,6 +16,7 @@ from socialjax.reproduce.partner_punishment import (
     NUM_AGENTS,
     NUM_ROUNDS,
     PARTNER_PUNISHMENT,
+    TABULAR,
     tabular_values,
 )
 from socialjax.reproduce.partner_punishment_tabular import select_state
@@ -54,7 +55,7 @@ def test_rewards_balance_against_the_events_and_the_verdict_follows(partner_puni
         assert quoted(rep, (f"tabular/{mechanism}", "cooperation")) in rep.reason
     assert quoted(rep, ("tabular/baseline", "cooperation")) in rep.reason
     assert (out / "figure.png").stat().st_size > 0
-    assert not any(out.glob("*/config.json"))  # no training condition, no run folder
+    check_model_runs(rep, out)
 
 
 def test_selection_state_is_who_leads_in_reputation():
@@ -76,7 +77,7 @@ def test_punishment_and_selection_raise_cooperation_on_untuned_seeds():
     selection and reputation above the baseline in the mean (measured: 0.43 [0.045, 0.82]
     vs 0.053 [0.029, 0.091]; selection takes off in some seeds only, so 4 seeds do not
     separate it: the mean is asserted above the baseline's interval)."""
-    finals = tabular_values("cpu", 4, base_seed=2000)
+    finals = tabular_values(*TABULAR["cpu"], seeds=4, base_seed=2000)
     verdict, reason = PARTNER_PUNISHMENT.criterion(finals)
     assert verdict in ("reproduced", "partly"), reason
     baseline = finals[("tabular/baseline", "cooperation")]

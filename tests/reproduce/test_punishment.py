@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from small_runs import check_verdict, quoted, reproduction_fixture
+from small_runs import check_model_runs, check_verdict, quoted, reproduction_fixture
 
 from socialjax import make
 from socialjax.envs.institutions.public_goods import (
@@ -23,9 +23,10 @@ from socialjax.reproduce.punishment import (
     ARMS,
     PERIODS,
     PUNISHMENT,
+    SESSIONS,
+    matching_values,
     period_key,
     row_name,
-    scripted_values,
 )
 from socialjax.reproduce.punishment_rules import (
     CONDITIONAL,
@@ -65,7 +66,7 @@ def test_contributions_and_payoffs_balance_and_the_verdict_follows(punishment):
                 assert (points > 0).all()
                 assert (payoff <= ENDOWMENT + NET * mean_c - points + 1e-4).all()
         assert quoted(rep, (row_name(design, matching, True), "last third")) in rep.reason
-    assert not any(out.glob("*/config.json"))  # no training condition at small scale, no run folder
+    check_model_runs(rep, out)
 
 
 def test_scripted_rules_by_hand():
@@ -110,6 +111,7 @@ def test_scripted_directions_on_untuned_seeds():
     """The scripted rows at small scale on base seed 2000: without punishment contributions
     fall; with punishment they are higher (each arm); with punishment partner is above
     stranger (2000 design); all separated over seeds."""
-    finals = scripted_values("small", 4, base_seed=2000)
+    finals = {**matching_values("partner", SESSIONS["small"], 4, base_seed=2000),
+              **matching_values("stranger", SESSIONS["small"], 4, base_seed=2000)}
     verdict, reason = PUNISHMENT.criterion(finals)
     assert verdict == "reproduced", reason

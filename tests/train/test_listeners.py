@@ -221,7 +221,7 @@ def test_reproduce_says_when_an_entry_has_nothing_to_log(tmp_path, capsys):
                                     compute=lambda runs, scale, seeds, base_seed: {("a", "x"): np.ones(seeds)}))
     reproduce(entry, "small", progress=False, log=["csv"], log_dir=tmp_path / "runs")
     err = capsys.readouterr().err
-    assert "socialjax: toy-analysis trains no population at scale small" in err and "nothing to stream" in err
+    assert "socialjax: toy-analysis runs nothing at scale small" in err and "nothing to stream" in err
     assert not (tmp_path / "runs").exists()
 
 
