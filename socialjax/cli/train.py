@@ -204,7 +204,7 @@ def donor_env_options(parser: argparse.ArgumentParser, args: argparse.Namespace)
 def _run_donor(parser, args, settings: dict, out_dir: str, resume: bool = False) -> int:
     """Donor evolution (:func:`~socialjax.train.cultural_evolution.run_experiment`, on the
     one runner), its stops and failures as the command's exit."""
-    with claimed(parser, out_dir), tracking(open_trackers(parser, args, "donor-evolution")) as listeners:
+    with tracking(open_trackers(parser, args, "donor-evolution")) as listeners:  # the folder: held by the runner
         try:
             cultural_evolution.run_experiment(**settings, out_dir=out_dir, verbose=not args.quiet,
                                               overwrite=args.overwrite, checkpoint_every=args.checkpoint_every,

@@ -19,7 +19,9 @@
 - :mod:`.cultural_evolution`: the donor game's cultural evolution (``donor-evolution``).
 - :class:`~.spec.JobSpec` (:mod:`.spec`): a run as one value (kind, env, config, seeds) that
   round-trips through JSON; :func:`~.runner.execute` (:mod:`.runner`): the one runner that
-  checkpoints, stops, saves and reports every kind of job (``socialjax train`` uses it).
+  checkpoints, stops, saves and reports every kind of job (``socialjax train`` uses it);
+  :func:`~.runner.run_spec`: Python's door to it (a folder checked and held, checkpoints,
+  ``resume=True``), for a population, donor evolution or a model (:mod:`.models`).
 """
 
 from socialjax.train.config import TrainConfig
@@ -27,6 +29,8 @@ from socialjax.train.playback import Playback, as_run, play
 from socialjax.train.population import TrainState, make_train
 from socialjax.train.results import LoadedRun, load_run, save_run
 from socialjax.train.run import Interrupted, RunResult, Snapshot, run, run_keys
+from socialjax.train.runner import run_spec
+from socialjax.train.spec import JobSpec
 
-__all__ = ["Interrupted", "LoadedRun", "Playback", "RunResult", "Snapshot", "TrainConfig", "TrainState", "as_run",
-           "load_run", "make_train", "play", "run", "run_keys", "save_run"]
+__all__ = ["Interrupted", "JobSpec", "LoadedRun", "Playback", "RunResult", "Snapshot", "TrainConfig", "TrainState",
+           "as_run", "load_run", "make_train", "play", "run", "run_keys", "run_spec", "save_run"]

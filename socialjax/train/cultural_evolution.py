@@ -52,7 +52,7 @@ from socialjax.envs.donor.env import DonorGame, DonorParams
 from socialjax.train import results, store
 from socialjax.train.engine import run_job
 from socialjax.train.reports import format_donor_summary, plot_donor_curves
-from socialjax.train.runner import Destination, JobKind, execute, register_kind
+from socialjax.train.runner import JobKind, register_kind, run_spec
 from socialjax.train.spec import JobSpec
 from socialjax.train.tracking import Listeners, Tracker
 from socialjax.viz.plots import mean_ci95
@@ -255,7 +255,7 @@ def run_experiment(
 ) -> dict:
     """Cultural evolution of parametric donor strategies for ``num_seeds`` seeds and each
     multiplier ``g`` (the paper's ablation): the spec :func:`donor_spec` on the one runner
-    (:func:`socialjax.train.runner.execute`) as the job :class:`DonorEvolution`, its runs
+    (:func:`socialjax.train.runner.run_spec`) as the job :class:`DonorEvolution`, its runs
     every (multiplier, seed) pair, multiplier-major, run ``(g, s)`` keyed
     ``fold_in(key(seed), s)``; ``evolution`` sets the other :class:`DonorEvolutionConfig`
     fields. Writes ``metrics.npz``, ``summary.csv``, ``config.json`` and
@@ -271,22 +271,11 @@ def run_experiment(
     mults = _checked_multipliers(num_seeds, multipliers, checkpoint_every)
     DonorEvolutionConfig(num_generations=num_generations, **evolution)  # checked before anything is compiled
     spec = donor_spec(num_seeds, num_generations, multipliers, seed, env_options, **evolution)
-    snapshot = None
-    if resume:
-        checkpoint = results.load_checkpoint(out_dir)
-        if not checkpoint.spec.same_settings(spec):
-            raise ValueError(f"{out_dir} holds an unfinished run with other settings: {checkpoint.spec.to_json()}")
-        checkpoint_every = checkpoint_every or checkpoint.meta.get("segment")
-        snapshot = results.restore_snapshot(checkpoint, _donor_job(spec))
-    else:
-        store.check_out_dir(out_dir, overwrite=overwrite)
     env = make("donor_game", **(env_options or {}))
     env.default_params.replace(multiplier=mults).validate()  # the grid's values, checked before compiling
-    if verbose:
-        print(_start_line(env, spec, checkpoint_every, out_dir), flush=True)
-    listeners = log if isinstance(log, Listeners) else Listeners(log)
-    result, text = execute(spec, Destination(Path(out_dir), overwrite, checkpoint_every), listeners, resume=snapshot,
-                           progress=verbose)
+    result, text = run_spec(spec, out_dir, overwrite=overwrite, checkpoint_every=checkpoint_every, resume=resume,
+                            log=log, progress=verbose,
+                            start_line=_start_line(env, spec, checkpoint_every, out_dir) if verbose else None)
     if verbose:
         print(text)
     return result
@@ -331,7 +320,8 @@ def _write_donor(result: dict, spec: JobSpec, out: Path, overwrite: bool) -> str
 FIGURE = "donor_evolution.png"
 DONOR_EVOLUTION = register_kind(JobKind(
     name="donor-evolution", unit="generation", num_updates=lambda spec: int(spec.config["num_generations"]),
-    train=_train_donor, write=_write_donor, figure=FIGURE))
+    train=_train_donor, write=_write_donor, figure=FIGURE,
+    restore=lambda checkpoint: results.restore_snapshot(checkpoint, _donor_job(checkpoint.spec))))
 
 
 def donor_spec(num_seeds: int, num_generations: int, multipliers, seed: int = 0, env_options: dict | None = None,

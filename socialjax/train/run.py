@@ -135,7 +135,7 @@ from socialjax.train.engine import replay as replay_job
 from socialjax.train.formats import config_to_dict
 from socialjax.train.population import make_train
 from socialjax.train.progress import Progress
-from socialjax.train.tracking import Listeners, Tracker, experiment_name, make_trackers
+from socialjax.train.tracking import Listeners, Tracker, as_listeners
 
 __all__ = ["Interrupted", "PopulationJob", "RunResult", "Snapshot", "replay", "run", "run_keys"]
 
@@ -218,12 +218,7 @@ def run(
     check_counts(chunk=chunk, memory=memory, segment=segment)
     config.validate()
     job = PopulationJob(make_train(env, config, params=params), _env_name(env))
-    if isinstance(log, Listeners):  # the owner's: it adds the figures and closes them
-        listeners, made = log, []
-    else:
-        named = [x for x in log if isinstance(x, str)]
-        made = make_trackers(named, log_dir, experiment_name(label or job.env_name)) if named else []
-        listeners = Listeners([*made, *(x for x in log if not isinstance(x, str))])
+    listeners, made = as_listeners(log, log_dir, label or job.env_name)  # a given Listeners: the owner's
     try:
         out = run_job(job, seeds, base_seed=base_seed, devices=devices, progress=progress, label=label,
                       chunk=chunk, memory=memory, segment=segment, on_segment=on_segment, resume=resume,

@@ -2,6 +2,7 @@
 folder out, and nothing lost on the way.
 
     result, text = execute(spec, Destination(Path("results/x"), checkpoint_every=10), listeners)
+    result, text = run_spec(spec, "results/x", checkpoint_every=10)   # the folder checked and held too
 
 :func:`execute` is the only code that turns a job's stop or failure into what is kept:
 it runs the job of the spec's kind (:data:`KINDS`) on the engine
@@ -24,7 +25,8 @@ evolution's in :mod:`socialjax.train.cultural_evolution`, the models' (scripted,
 tabular and evolutionary programs, one computation each) in :mod:`socialjax.train.models`.
 
 The caller checks and claims the output folder (:func:`socialjax.train.store.check_out_dir`,
-:func:`~socialjax.train.store.claim`) and owns the listeners; under
+:func:`~socialjax.train.store.claim`) and owns the listeners, as :func:`run_spec` does
+(Python's door: ``sj.train.run_spec``); under
 ``jax.distributed`` every process calls :func:`execute` and process 0 alone (``lead``)
 writes.
 """
@@ -33,7 +35,8 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,8 +48,9 @@ from socialjax.train import results, store
 from socialjax.train.engine import Interrupted, Snapshot
 from socialjax.train.formats import config_from_dict
 from socialjax.train.interrupts import deferred, interrupts
+from socialjax.train.population import make_train
 from socialjax.train.spec import JobSpec
-from socialjax.train.tracking import Listeners
+from socialjax.train.tracking import Listeners, Tracker, as_listeners
 
 # the module, called through its attribute (socialjax.train's `run` is the function)
 run_module = importlib.import_module("socialjax.train.run")
@@ -106,8 +110,10 @@ class JobKind:
     the engine; ``engine`` are :func:`socialjax.train.engine.run_job`'s ``progress``,
     ``label``, ``chunk``, ``memory``, ``segment``, ``on_segment``, ``resume`` and
     ``trackers``; returns the kind's result), ``write(result, spec, out, overwrite)``
-    (the result folder, whole or not at all; returns the summary text) and ``figure``
-    (the file of the result folder handed to the listeners; ``None``: it draws none)."""
+    (the result folder, whole or not at all; returns the summary text), ``figure``
+    (the file of the result folder handed to the listeners; ``None``: it draws none)
+    and ``restore(checkpoint)`` (the :class:`~socialjax.train.engine.Snapshot` a
+    checkpoint of the kind holds; ``None``: the kind keeps no checkpoint)."""
 
     name: str
     unit: str
@@ -115,6 +121,7 @@ class JobKind:
     train: Callable[..., Any]
     write: Callable[..., str]
     figure: str | None
+    restore: Callable[[results.Checkpoint], Snapshot] | None = None
 
 
 KINDS: dict[str, JobKind] = {}
@@ -130,6 +137,46 @@ def kind_of(spec: JobSpec) -> JobKind:
     if spec.kind not in KINDS:
         raise ValueError(f"no job kind {spec.kind!r} is registered (registered: {sorted(KINDS)})")
     return KINDS[spec.kind]
+
+
+def run_spec(spec: JobSpec, out: str | os.PathLike | None = None, *, overwrite: bool = False,
+             checkpoint_every: int | None = None, resume: bool = False, memory: int | None = None,
+             log: Sequence[str | Tracker] | Listeners = (), log_dir: str | os.PathLike = "runs",
+             progress: bool = True, start_line: str | None = None) -> tuple[Any, str]:
+    """Run ``spec`` from Python as ``socialjax train`` runs it: with ``out``, the folder
+    is checked (an earlier result is replaced only with ``overwrite``) and held for the
+    job (:func:`socialjax.train.store.claim`), a checkpoint is saved every
+    ``checkpoint_every`` updates and when a signal stops it, ``resume=True`` continues
+    the unfinished run of the same spec saved there (its bits those of a run never
+    stopped), and the result folder is written (:func:`execute`, which raises
+    :class:`Stopped` or :class:`Failed` with what is kept); without ``out`` the job runs
+    in memory and nothing is written. ``log``: tracker names (made under ``log_dir``)
+    or objects, or a :class:`~socialjax.train.tracking.Listeners` (the caller's, left
+    open). Returns the kind's result and its summary text (empty without ``out``)."""
+    kind = kind_of(spec)
+    if out is None and (resume or checkpoint_every or overwrite):
+        raise ValueError("resume, checkpoint_every and overwrite need an output folder (out)")
+    listeners, made = as_listeners(log, log_dir, spec.label)
+    try:
+        if out is None:
+            result = kind.train(spec, progress=progress, label=spec.label, chunk=None, memory=memory, segment=None,
+                                on_segment=None, resume=None, trackers=listeners)
+            return result, ""
+        with store.claim(out):
+            snapshot = None
+            if resume:
+                checkpoint = results.load_checkpoint(out)
+                if kind.restore is None or not checkpoint.spec.same_settings(spec):
+                    raise ValueError(f"{out} holds an unfinished run of other settings: {checkpoint.spec.to_json()}")
+                checkpoint_every = checkpoint_every or checkpoint.meta.get("segment")
+                snapshot = kind.restore(checkpoint)
+            else:
+                store.check_out_dir(out, overwrite=overwrite)
+            return execute(spec, Destination(Path(out), overwrite, checkpoint_every, memory), listeners,
+                           resume=snapshot, chunk=None if snapshot is None else snapshot.chunk, progress=progress,
+                           start_line=start_line)
+    finally:
+        listeners.close(made)
 
 
 def execute(spec: JobSpec, dest: Destination, listeners: Listeners, *, resume: Snapshot | None = None,
@@ -230,4 +277,5 @@ def _write_population(result, spec: JobSpec, out: Path, overwrite: bool) -> str:
 
 POPULATION = register_kind(JobKind(
     name="population", unit="update", num_updates=lambda spec: config_from_dict(dict(spec.config)).num_updates,
-    train=_train_population, write=_write_population, figure=results.CURVES_FILE))
+    train=_train_population, write=_write_population, figure=results.CURVES_FILE,
+    restore=lambda checkpoint: results.restore_snapshot(checkpoint, make_train(checkpoint.env, checkpoint.config))))

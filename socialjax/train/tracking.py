@@ -106,6 +106,18 @@ def make_trackers(names: Sequence[str], folder: str | os.PathLike, experiment: s
     return [made[n]() for n in names]
 
 
+def as_listeners(log: Sequence[str | Tracker] | Listeners, folder: str | os.PathLike,
+                 label: str) -> tuple[Listeners, list[Tracker]]:
+    """``log`` (tracker names, tracker objects, or a :class:`Listeners`) as one
+    :class:`Listeners`, and the trackers made here from names, under ``<folder>/<label>/<date-time>``
+    (their maker closes them; objects and a given :class:`Listeners` are their owner's)."""
+    if isinstance(log, Listeners):
+        return log, []
+    named = [x for x in log if isinstance(x, str)]
+    made = make_trackers(named, folder, experiment_name(label)) if named else []
+    return Listeners([*made, *(x for x in log if not isinstance(x, str))]), made
+
+
 def experiment_name(label: str) -> str:
     """``<label>/<date-time>``: the folder of a run of ``label`` (``/`` in ``label`` kept
     as folders), so that a rerun's curves do not join the last one's; two runs of the
@@ -130,4 +142,5 @@ def new_folder(path: str | os.PathLike) -> Path:
 
 
 __all__ = ["TRACKERS", "WANDB_INIT_TIMEOUT", "WANDB_LOGIN", "WANDB_MAX_RUNS", "CsvLog", "Listeners", "RunSet",
-           "TensorBoardLog", "Tracker", "TrackerError", "WandbLog", "experiment_name", "make_trackers", "new_folder"]
+           "TensorBoardLog", "Tracker", "TrackerError", "WandbLog", "as_listeners", "experiment_name",
+           "make_trackers", "new_folder"]

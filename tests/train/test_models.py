@@ -1,7 +1,9 @@
 """Models as jobs of the one runner (socialjax.train.models): a registered model's spec is
 checked before anything runs, its result folder reads back with the same values, its
 listeners get the series and the values, a signal while it computes stops it at once
-with nothing half-written, and a reproduction keeps the model runs it finished.
+with nothing half-written, and a reproduction keeps the model runs it finished. And
+``run_spec``, Python's door to the runner: a stopped population resumed to the bits of
+a run never stopped, a held folder refused.
 
 The models here are tiny numpy/JAX functions registered under ``test/...`` names."""
 
@@ -14,11 +16,12 @@ import signal
 import jax
 import numpy as np
 import pytest
+from support import TINY_IPD, run_stopped_at
 
 from socialjax import cli
 from socialjax.reproduce import ENTRIES
 from socialjax.reproduce.core import Entry, Stopped, model_condition, reproduce, sign_verdict
-from socialjax.train import runner, store, tables
+from socialjax.train import TrainConfig, load_run, results, run_spec, runner, store, tables
 from socialjax.train.models import (
     MODEL,
     MODELS,
@@ -171,3 +174,45 @@ def test_every_registered_model_is_a_name_its_entry_uses():
     used = {cond.config[s]["model"] for e in ENTRIES.values() for cond in e.conditions if cond.kind == "model"
             for s in cond.scales}
     assert {name for name in MODELS if not name.startswith("test/")} == used
+
+
+# ------------------------------------------------------------- run_spec: Python's door
+def _tiny_population(seeds: int = 2) -> JobSpec:
+    return results.population_spec(TrainConfig().replace(**{**TINY_IPD, "num_updates": 3}), "ipd", {"num_rounds": 5},
+                                   list(range(seeds)), 0, None)
+
+
+def test_run_spec_keeps_a_stopped_population_and_resume_gives_the_bits_of_a_run_never_stopped(tmp_path,
+                                                                                               monkeypatch):
+    spec, out = _tiny_population(), tmp_path / "ipd"
+    whole, text = run_spec(spec, progress=False)  # in memory: nothing written
+    assert text == "" and not out.exists()
+    with monkeypatch.context() as mp:
+        mp.setattr(runner.run_module, "run", run_stopped_at(runner.run_module.run, [], 1))
+        with pytest.raises(runner.Stopped, match="stopped after update 1 of 3"):
+            run_spec(spec, out, progress=False)
+    assert store.folder_state(out) == "unfinished"
+    with pytest.raises(ValueError, match="other settings"):
+        run_spec(spec.replace(base_seed=5), out, resume=True, progress=False)
+    resumed, text = run_spec(spec, out, resume=True, progress=False)
+    assert "ipd" in text and store.folder_state(out) == "result"
+    for name, value in whole.metrics.items():
+        np.testing.assert_array_equal(resumed.metrics[name], value, err_msg=name)
+    assert load_run(out).spec == spec
+    with pytest.raises(store.OutputError, match="--overwrite"):
+        run_spec(spec, out, progress=False)  # a finished result is replaced only with overwrite
+
+
+def test_run_spec_refuses_what_it_cannot_do_before_anything_runs(tmp_path):
+    spec = model_spec(WALK.name, {"steps": 2, "scale": 1.0}, seeds=2)
+    for kwargs in (dict(resume=True), dict(checkpoint_every=2), dict(overwrite=True)):
+        with pytest.raises(ValueError, match="need an output folder"):
+            run_spec(spec, **kwargs)
+    with store.claim(tmp_path / "held"), pytest.raises(store.OutputError):
+        run_spec(spec, tmp_path / "held", progress=False)  # another job holds the folder
+    CALLS.clear()
+    result, _ = run_spec(spec, tmp_path / "walk", progress=False, log=["csv"], log_dir=tmp_path / "runs")
+    assert CALLS == ["walk"] and load_model_run(tmp_path / "walk").values.keys() == result.values.keys()
+    assert len(list((tmp_path / "runs").rglob("csv/summary.csv"))) == 1
+    with pytest.raises(store.ResultError, match="no unfinished run"):
+        run_spec(spec, tmp_path / "walk", resume=True, progress=False)  # a model keeps no checkpoint
