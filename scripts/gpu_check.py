@@ -9,7 +9,8 @@ two calls that fit a short spell on a bare machine.
 Each part runs in a process of its own under a deadline and appends each measurement
 the moment it has it, so a part that fails or runs out of time keeps what it measured
 and leaves the other parts' numbers intact. After every part, ``OUT/gpu_check.json``
-(every number, with the device, jax version, commit and date) and ``OUT/gpu_check.md``
+(every number, with the device, jax version, commit and date, and per part the command
+and machine of the call that ran it) and ``OUT/gpu_check.md``
 (the same as markdown tables, ready for BENCHMARKS.md) are rewritten; ``OUT/gpu_check.log``
 holds what the parts printed. Call 1 runs, in this order, what has never been measured
 on a GPU first:
@@ -806,6 +807,7 @@ def main(argv=None) -> int:
                 continue
             print(f"[{time.perf_counter() - start:5.0f} s] {part.name} (up to {deadline:.0f} s)...", flush=True)
             result = run_part(part, args, deadline, log)
+            result["provenance"] = {"command": command, "machine": report["machine"]}  # this call's, kept per part
             report["parts"][part.name] = result
             save(args.out, report)
             print(f"[{time.perf_counter() - start:5.0f} s] {part.name}: {result['status']}, "
