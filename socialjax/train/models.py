@@ -141,8 +141,9 @@ def compute(spec: JobSpec, *, progress: bool = False, label: str | None = None,
         raise ValueError(f"a model run's seeds are 0 .. n-1, got {list(spec.seeds)}")
     keys, series = tuple(model.keys(settings)), tuple(model.series(settings))
     label = label or spec.label
+    named = f"[{label}]" + (f" {model.name}:" if model.name != label else "")
     if progress:
-        print(f"[{label}] {model.name}: {len(spec.seeds)} seeds, computing...", flush=True)
+        print(f"{named} {len(spec.seeds)} seeds, computing...", flush=True)
     start = time.perf_counter()
     out = dict(model.compute(**settings, seeds=len(spec.seeds), base_seed=spec.base_seed))
     wait(out)
@@ -152,7 +153,7 @@ def compute(spec: JobSpec, *, progress: bool = False, label: str | None = None,
     values = {k: np.asarray(out[k], np.float64) for k in keys + series}
     result = ModelRun(spec, values, keys, series, time.perf_counter() - start)
     if progress:
-        print(f"[{label}] {model.name}: done in {result.seconds:.1f} s", flush=True)
+        print(f"{named} done in {result.seconds:.1f} s", flush=True)
     if trackers is not None:
         result.listener_failures = stream(result, trackers, label)
     return result
