@@ -1,8 +1,9 @@
 """PettingZoo Parallel API over a socialjax environment, for CPU users of PettingZoo tooling.
 
 :class:`PettingZooAdapter` steps one environment at a time from Python: a jitted
-``reset`` and ``step`` (compiled once per adapter), outputs converted to numpy and
-Python scalars, agents as dict keys::
+``reset`` and ``step`` (compiled once per environment object: adapters over the same
+``sj.make(...)`` share them), outputs converted to numpy and Python scalars, agents as
+dict keys::
 
     env = PettingZooAdapter(sj.make("ipd", num_rounds=10), seed=0)
     observations, infos = env.reset(seed=0)         # {agent: np.ndarray (*obs_shape)}
@@ -16,6 +17,10 @@ Needs ``pip install "socialjax[pettingzoo]"`` (pettingzoo and gymnasium); import
 
 from __future__ import annotations
 
+import functools
+import io
+import sys
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -35,6 +40,34 @@ from socialjax.core.environment import Environment
 from socialjax.core.params import EnvParams
 from socialjax.core.wrappers import Wrapper
 
+RENDER_MODES = ("human", "rgb_array", "ansi")
+_NO_WINDOW = ("agg", "pdf", "ps", "svg", "pgf", "cairo", "template")  # matplotlib backends that draw to files
+
+
+def _in_notebook() -> bool:
+    """Whether this is a Jupyter kernel (IPython imported, with a kernel)."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None and hasattr(ipython, "get_ipython") else None
+    return getattr(shell, "kernel", None) is not None
+
+
+def _window_backend() -> bool:
+    """Whether matplotlib (if imported or importable) opens windows here."""
+    try:
+        import matplotlib  # heavy: only asked when a map is to be shown
+    except ImportError:
+        return False
+    backend = matplotlib.get_backend().lower()
+    return not (backend in _NO_WINDOW or backend.startswith("module://"))
+
+
+def _png(frame: np.ndarray) -> bytes:
+    import matplotlib.image  # heavy: only when a notebook shows a map
+
+    buffer = io.BytesIO()
+    matplotlib.image.imsave(buffer, frame, format="png")
+    return buffer.getvalue()
+
 
 def to_gymnasium(space: sj_spaces.Space) -> gymnasium.spaces.Space:
     """The gymnasium space of a socialjax (per-agent) space: Discrete, Box or Dict."""
@@ -48,6 +81,37 @@ def to_gymnasium(space: sj_spaces.Space) -> gymnasium.spaces.Space:
     if isinstance(space, sj_spaces.Dict):
         return gymnasium.spaces.Dict({name: to_gymnasium(s) for name, s in space.spaces.items()})
     raise TypeError(f"no gymnasium equivalent of the socialjax space {space!r}")
+
+
+# reset, step and render compiled once per environment object (a static argument: its
+# identity): adapters over the same object (PettingZoo's seed tests make two) share them
+def _programs(env: Environment) -> tuple[Callable, Callable, Callable | None]:
+    return (functools.partial(_RESET, env), functools.partial(_STEP, env),
+            functools.partial(_RENDER, env) if callable(getattr(env, "render", None)) else None)
+
+
+def _reset(env: Environment, key: jax.Array, params: EnvParams) -> tuple[jax.Array, Any, Any]:
+    key, key_reset = jax.random.split(key)
+    state = env.initial_state(key_reset, params)
+    return key, env.get_obs(state, params), state
+
+
+def _step(env: Environment, key: jax.Array, state: Any, actions: jax.Array, params: EnvParams
+          ) -> tuple[jax.Array, Any, Any, jax.Array, jax.Array, dict[str, jax.Array]]:
+    key, key_now = jax.random.split(key)
+    # the key an auto-resetting step gives its transition (it splits off a reset key), so
+    # that this episode has the bits of the same episode under Environment.step
+    key_step = jax.random.split(key_now)[0]
+    obs, state, reward, done, info = env.step(key_step, state, actions, params, auto_reset=False)
+    # the episode ends here (PettingZoo empties agents): no bootstrap observation; actions
+    # were checked by _stack_actions, so no invalid ones are flagged
+    info = {k: v for k, v in info.items() if k not in ("final_obs", "invalid_action", "invalid_params")}
+    return key, obs, state, reward, done, info
+
+
+_RESET = jax.jit(_reset, static_argnums=0)
+_STEP = jax.jit(_step, static_argnums=0)
+_RENDER = jax.jit(lambda env, state: env.render(state), static_argnums=0)
 
 
 class PettingZooAdapter(ParallelEnv):
@@ -76,11 +140,16 @@ class PettingZooAdapter(ParallelEnv):
     Actions are checked in Python before anything runs: a missing or unknown agent, or
     an action outside ``action_space(agent)``, raises ``ValueError``.
 
-    ``render_mode="rgb_array"`` (grid games only) makes :meth:`render` return the
-    whole map as ``(8 H, 8 W, 3) uint8``.
+    Rendering (``render_mode``): ``"rgb_array"`` (grid games only): :meth:`render`
+    returns the whole map as ``(8 H, 8 W, 3) uint8``; ``"ansi"`` (every game): a line
+    of text, the step and each agent's last action and reward; ``"human"`` (every
+    game): shown as it comes and :meth:`render` returns ``None``: a grid game's map in
+    place in a Jupyter notebook, or in a matplotlib window where matplotlib has an
+    interactive backend; otherwise (a game without a map, a terminal with no display)
+    the ``"ansi"`` line is printed.
     """
 
-    metadata: dict[str, Any] = {"name": "socialjax", "render_modes": ["rgb_array"], "is_parallelizable": True}
+    metadata: dict[str, Any] = {"name": "socialjax", "render_modes": list(RENDER_MODES), "is_parallelizable": True}
 
     def __init__(
         self,
@@ -102,15 +171,17 @@ class PettingZooAdapter(ParallelEnv):
         can_render = callable(getattr(env, "render", None))
         self.metadata = {
             "name": env.name,
-            "render_modes": ["rgb_array"] if can_render else [],
+            "render_modes": [m for m in RENDER_MODES if can_render or m != "rgb_array"],
             "is_parallelizable": True,
         }
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(
                 f"{env.name}: render_mode={render_mode!r} is not supported; supported: "
-                f"{self.metadata['render_modes'] or 'none (only the grid games render)'}"
+                f"{self.metadata['render_modes']} (rgb_array: the grid games only)"
             )
         self.render_mode = render_mode
+        self._last: tuple[int, np.ndarray, np.ndarray] | None = None  # (steps, actions, rewards) since reset
+        self._shown: Any = None  # what "human" draws into: a notebook display or a matplotlib image
 
         self.possible_agents: list[str] = list(env.agents)
         self.agents: list[str] = []
@@ -123,28 +194,7 @@ class PettingZooAdapter(ParallelEnv):
         self._seed = seed
         self._key: jax.Array | None = None
         self._state: Any = None  # the env state; None before reset and after close
-        self._reset_fn = jax.jit(self._reset_impl)
-        self._step_fn = jax.jit(self._step_impl)
-        self._render_fn = jax.jit(env.render) if can_render else None
-
-    # -------------------------------------------------------------- jitted parts
-    def _reset_impl(self, key: jax.Array, params: EnvParams) -> tuple[jax.Array, Any, Any]:
-        key, key_reset = jax.random.split(key)
-        state = self.env.initial_state(key_reset, params)
-        return key, self.env.get_obs(state, params), state
-
-    def _step_impl(
-        self, key: jax.Array, state: Any, actions: jax.Array, params: EnvParams
-    ) -> tuple[jax.Array, Any, Any, jax.Array, jax.Array, dict[str, jax.Array]]:
-        key, key_now = jax.random.split(key)
-        # the key an auto-resetting step gives its transition (it splits off a reset key), so
-        # that this episode has the bits of the same episode under Environment.step
-        key_step = jax.random.split(key_now)[0]
-        obs, state, reward, done, info = self.env.step(key_step, state, actions, params, auto_reset=False)
-        # the episode ends here (PettingZoo empties agents): no bootstrap observation; actions
-        # were checked by _stack_actions, so no invalid ones are flagged
-        info = {k: v for k, v in info.items() if k not in ("final_obs", "invalid_action", "invalid_params")}
-        return key, obs, state, reward, done, info
+        self._reset_fn, self._step_fn, self._render_fn = _programs(env)
 
     # -------------------------------------------------------------- Parallel API
     def reset(
@@ -160,6 +210,7 @@ class PettingZooAdapter(ParallelEnv):
         self._key, obs, self._state = self._reset_fn(self._key, self.params)
         obs = jax.device_get(obs)
         self.agents = list(self.possible_agents)
+        self._last = (0, None, None)
         return self._per_agent_obs(obs), {agent: {} for agent in self.agents}
 
     def step(self, actions: dict[str, Any]) -> tuple[
@@ -188,19 +239,55 @@ class PettingZooAdapter(ParallelEnv):
         infos = {a: {k: v[i] for k, v in per_agent.items()} for i, a in enumerate(agents)}
         if terminated or truncated:
             self.agents = []
+        self._last = (self._last[0] + 1, np.asarray(stacked), np.asarray(reward))
         return observations, rewards, terminations, truncations, infos
 
-    def render(self) -> np.ndarray:
-        """The whole map of the current state, ``(8 H, 8 W, 3) uint8`` (needs
-        ``render_mode="rgb_array"``)."""
-        if self.render_mode != "rgb_array":
+    def render(self) -> np.ndarray | str | None:
+        """The current state as the ``render_mode`` asks (see the class docstring): the
+        map ``(8 H, 8 W, 3) uint8``, a line of text, or shown (``None``)."""
+        if self.render_mode is None:
             raise RuntimeError(
-                f"{self.env.name}: render() needs PettingZooAdapter(..., render_mode='rgb_array'), "
-                f"got render_mode={self.render_mode!r} (supported: {self.metadata['render_modes']})"
+                f"{self.env.name}: render() needs PettingZooAdapter(..., render_mode=...), one of "
+                f"{self.metadata['render_modes']}"
             )
         if self._state is None:
             raise RuntimeError(f"{self.env.name}: call reset() before render()")
-        return np.asarray(self._render_fn(self._state), np.uint8)
+        if self.render_mode == "rgb_array":
+            return np.asarray(self._render_fn(self._state), np.uint8)
+        if self.render_mode == "ansi":
+            return self._text()
+        self._show()
+        return None
+
+    def _text(self) -> str:
+        """The ``"ansi"`` line: the step, and each agent's last action and reward."""
+        steps, actions, rewards = self._last
+        if actions is None:
+            return f"{self.env.name}: reset, no step yet ({len(self.possible_agents)} agents)"
+        acted = "; ".join(f"{a} action {np.array2string(actions[i], separator=',')} reward {float(rewards[i]):.4g}"
+                          for i, a in enumerate(self.possible_agents))
+        return f"{self.env.name} step {steps}: {acted}"
+
+    def _show(self) -> None:
+        """``"human"``: a grid game's map in a notebook or a matplotlib window, else the text."""
+        frame = np.asarray(self._render_fn(self._state), np.uint8) if self._render_fn is not None else None
+        if frame is not None and _in_notebook():
+            from IPython.display import Image, display  # a notebook's own package
+
+            image = Image(data=_png(frame))
+            if self._shown is None:
+                self._shown = display(image, display_id=True)
+            else:
+                self._shown.update(image)
+        elif frame is not None and _window_backend():
+            import matplotlib.pyplot as plt  # heavy: only when a map is shown in a window
+
+            if self._shown is None:
+                self._shown = plt.figure(self.env.name).add_subplot().imshow(frame)
+            self._shown.set_data(frame)
+            plt.pause(0.001)
+        else:
+            print(self._text(), flush=True)
 
     def close(self) -> None:
         """Drop the episode's state (nothing else to release)."""

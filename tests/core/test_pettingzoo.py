@@ -66,8 +66,8 @@ def test_parallel_api(name, request):
 
 def test_agents_and_metadata(ipd, gathering):
     assert ipd.possible_agents == ["agent_0", "agent_1"]
-    assert ipd.metadata["name"] == "ipd" and ipd.metadata["render_modes"] == []
-    assert gathering.metadata["render_modes"] == ["rgb_array"]
+    assert ipd.metadata["name"] == "ipd" and ipd.metadata["render_modes"] == ["human", "ansi"]
+    assert gathering.metadata["render_modes"] == ["human", "rgb_array", "ansi"]
 
 
 def test_reset_is_deterministic(gathering):
@@ -135,8 +135,44 @@ def test_render(ipd, gathering):
     assert frame.ndim == 3 and frame.shape[-1] == 3
     with pytest.raises(RuntimeError, match="render_mode"):
         ipd.render()
-    with pytest.raises(ValueError, match="render_mode"):
+    with pytest.raises(ValueError, match="rgb_array: the grid games only"):
         PettingZooAdapter(sj.make("ipd", num_rounds=NUM_ROUNDS), render_mode="rgb_array")
+
+
+def test_ansi_and_human_render_the_last_step_as_text(capsys):
+    """``ansi`` is a line naming the step and each agent's last action and reward;
+    ``human`` prints it where there is no map to show (a matrix game, here) and
+    returns None (what PettingZoo's render_test asks of it)."""
+    text = PettingZooAdapter(sj.make("ipd", num_rounds=NUM_ROUNDS), seed=0, render_mode="ansi")
+    text.reset(seed=0)
+    assert text.render() == "ipd: reset, no step yet (2 agents)"
+    _, rewards, *_ = text.step({"agent_0": 0, "agent_1": 1})
+    line = text.render()
+    assert line == (f"ipd step 1: agent_0 action 0 reward {rewards['agent_0']:.4g}; "
+                    f"agent_1 action 1 reward {rewards['agent_1']:.4g}")
+    human = PettingZooAdapter(sj.make("ipd", num_rounds=NUM_ROUNDS), seed=0, render_mode="human")
+    human.reset(seed=0)
+    human.step({"agent_0": 0, "agent_1": 1})
+    capsys.readouterr()
+    assert human.render() is None and capsys.readouterr().out.strip() == line
+
+
+def test_human_shows_a_grid_games_map_in_a_window_where_matplotlib_has_one(monkeypatch):
+    """A grid game's ``human`` frame goes to one matplotlib image, updated in place (here
+    with the backend made to look interactive and the pause stubbed); the same map as
+    ``rgb_array``."""
+    plt = pytest.importorskip("matplotlib.pyplot")
+    monkeypatch.setattr("socialjax.core.pettingzoo._window_backend", lambda: True)
+    monkeypatch.setattr(plt, "pause", lambda seconds: None)
+    env = PettingZooAdapter(sj.make("gathering", episode_length=EPISODE_LENGTH), seed=0, render_mode="human")
+    env.reset(seed=0)
+    assert env.render() is None
+    image = env._shown
+    env.step({a: 0 for a in env.agents})
+    env.render()
+    assert env._shown is image
+    np.testing.assert_array_equal(np.asarray(image.get_array()), np.asarray(env._render_fn(env._state)))
+    plt.close("all")
 
 
 def agent_obs(obs, i):
