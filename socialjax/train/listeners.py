@@ -61,6 +61,18 @@ class RunSet:
         point = self.point_name(g)
         return f"{point}/seed{seed}" if point else f"seed{seed}"
 
+    def run_meta(self, r: int) -> dict[str, Any]:
+        """``meta`` as run ``r`` ran: each swept setting of its ``config`` the run's own
+        value, the whole sweep's values under ``sweep`` (``meta`` itself is the
+        experiment's: the sweep's lists in its config)."""
+        meta = dict(self.meta)
+        config, point = meta.get("config"), self.hparams(r)
+        swept = [k for k in self.swept if isinstance(config, dict) and k in config]
+        if swept:
+            meta["sweep"] = {k: config[k] for k in swept}
+            meta["config"] = {**config, **{k: point[k] for k in swept}}
+        return meta
+
     def hparams(self, r: int) -> dict[str, float | int]:
         """Run ``r``'s swept hyperparameters and its seed (the rest are in ``meta``)."""
         g, seed = self.point(r)

@@ -290,23 +290,32 @@ class PopulationJob:
 
     def tracked(self, metrics: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """A segment's metrics (``(R, K, ...)``, see :func:`~socialjax.train.make_train`) as
-        one number per run and update: the per-game ones (social metrics, ``episodes``,
+        numbers per run and update: the per-game ones (social metrics, ``episodes``,
         ``events/...``) as they are, the per-member and per-learner ones (``reward_rate``,
         ``return``, losses) as the mean over the learners (NaN where none has a value, e.g.
-        no episode ended); ``hparams/...`` only under PBT, where they change; not the
+        no episode ended) and each member's own (``NAME/learner_0``, ``NAME/tft_2``:
+        :meth:`members`); ``hparams/...`` only under PBT, where they change; not the
         bookkeeping (``parents``, ``seat_count``, ``halted``)."""
         evolving = self.train.config.selection == "pbt"
         return _per_run({name: v for name, v in metrics.items()
                          if name not in UNTRACKED and (evolving or not name.startswith("hparams/"))},
-                        lead=2, num_learners=self.train.plan.num_learners)
+                        lead=2, members=self.members)
 
     def summarised(self, extra: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The evaluation of the trained populations (``eval/...``, see
-        :mod:`~socialjax.train.evaluation`) as one number per run: the per-game ones as
-        they are, the per-member ones (``eval/reward_rate``) as the mean over the learners;
-        not the cross-play matrix."""
+        :mod:`~socialjax.train.evaluation`) as numbers per run: the per-game ones as
+        they are, the per-member ones (``eval/reward_rate``) as the mean over the learners
+        and each member's own; not the cross-play matrix."""
         return _per_run({name: v for name, v in extra.items() if name.startswith("eval/")}, lead=1,
-                        num_learners=self.train.plan.num_learners)
+                        members=self.members)
+
+    @property
+    def members(self) -> tuple[str, ...]:
+        """The population's members as trackers name them: ``learner_0 .. learner_{L-1}``,
+        then each scripted member by its bot and member index (``tft_2``)."""
+        L = self.train.plan.num_learners
+        return tuple(f"learner_{m}" for m in range(L)) + tuple(f"{bot}_{L + i}" for i, bot in
+                                                                enumerate(self.train.config.scripted))
 
     @staticmethod
     def progress_line(step: int, values: dict[str, np.ndarray]) -> str:
@@ -318,11 +327,13 @@ class PopulationJob:
 UNTRACKED = ("parents", "seat_count", "halted")  # per-update bookkeeping, not a training signal
 
 
-def _per_run(metrics: dict[str, np.ndarray], lead: int, num_learners: int) -> dict[str, np.ndarray]:
-    """Metrics with ``lead`` leading axes (run, and update) as one float32 number each: a
-    value per game as it is, one per member or learner (one more axis) as the mean over
-    the learners (NaN where none has a value, e.g. no episode ended); anything with more
-    axes (the cross-play matrix) left out."""
+def _per_run(metrics: dict[str, np.ndarray], lead: int, members: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """Metrics with ``lead`` leading axes (run, and update) as float32 numbers: a value
+    per game as it is; one per member or learner (one more axis, its members the first
+    of ``members``) as the mean over the learners (NaN where none has a value, e.g. no
+    episode ended) under its name and each member's under ``NAME/<member>``; anything
+    with more axes (the cross-play matrix) left out."""
+    num_learners = sum(m.startswith("learner_") for m in members)
     out = {}
     with warnings.catch_warnings():  # a mean over nothing is NaN
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -330,7 +341,9 @@ def _per_run(metrics: dict[str, np.ndarray], lead: int, num_learners: int) -> di
             if v.ndim == lead:
                 out[name] = np.asarray(v, np.float32)
             elif v.ndim == lead + 1:
-                out[name] = np.nanmean(np.asarray(v[..., :num_learners], np.float32), axis=-1)
+                v = np.asarray(v, np.float32)
+                out[name] = np.nanmean(v[..., :num_learners], axis=-1)
+                out.update({f"{name}/{member}": v[..., m] for m, member in enumerate(members[:v.shape[-1]])})
     return out
 
 

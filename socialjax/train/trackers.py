@@ -254,10 +254,12 @@ def _text_summary(tag: str, text: str):
 
 class WandbLog(_Lifecycle):
     """Weights & Biases: one W&B run per (grid point, seed), named as in :class:`RunSet`,
-    grouped by experiment, its config the metadata with the run's ``hparams`` and
-    ``seed``; the step logged is the number of updates done. ``mode``: ``"offline"``
-    (no network: ``wandb sync <dir>/wandb/offline-run-*`` uploads later), ``"online"``,
-    or ``None`` (wandb's settings: ``WANDB_MODE``); ``project`` ``None``: ``WANDB_PROJECT``
+    grouped by experiment, its config the metadata as the run ran it
+    (:meth:`RunSet.run_meta`: a swept setting is the run's own value, the sweep's lists
+    under ``sweep``) with the run's ``hparams`` and ``seed``; the step logged is the
+    number of updates done. ``mode``: ``"offline"`` (no network: ``wandb sync
+    <dir>/wandb/offline-run-*`` uploads later), ``"online"``, or ``None`` (wandb's
+    settings: ``WANDB_MODE``); ``project`` ``None``: ``WANDB_PROJECT``
     or ``"socialjax"``. Artifacts are logged as images of the first run. At most
     ``max_runs`` runs (a W&B run each): a larger sweep belongs in TensorBoard or CSV.
     Every ``open`` starts new W&B runs. Online without credentials (no ``WANDB_API_KEY``,
@@ -292,8 +294,8 @@ class WandbLog(_Lifecycle):
         for r in range(len(runs)):  # one by one: the runs started before a failure are finished by close
             self._runs.append(
                 wandb.init(project=self.project, entity=self.entity, group=runs.experiment, name=runs.name(r),
-                           config={**json.loads(json.dumps(runs.meta, default=json_plain)), "hparams": runs.hparams(r),
-                                   "seed": runs.point(r)[1]},
+                           config={**json.loads(json.dumps(runs.run_meta(r), default=json_plain)),
+                                   "hparams": runs.hparams(r), "seed": runs.point(r)[1]},
                            dir=None if self.folder is None else str(self.folder), mode=self.mode,
                            reinit="create_new", settings=settings))
 

@@ -182,6 +182,9 @@ def test_wandb_offline_has_a_run_per_grid_point_and_seed(logged):
         assert run["group"] == "ipd-ppo"
         assert run["config"]["hparams"] == {"lr": float(LRS[r // 2]), "seed": SEEDS[r % 2]}
         assert run["config"]["config"]["num_envs"] == 4
+        # the run's own learning rate in its config; the sweep's values beside it
+        assert run["config"]["config"]["lr"] == float(LRS[r // 2])
+        assert run["config"]["sweep"] == {"lr": [float(lr) for lr in LRS]}
         rows = [h for h in run["history"] if "reward_rate" in h]
         assert [h["_step"] for h in rows] == list(range(1, UPDATES + 1))
         np.testing.assert_allclose([h["reward_rate"] for h in rows], want[r], rtol=1e-6)
@@ -212,6 +215,17 @@ def test_tracked_values_are_the_learners_means_and_the_social_metrics(logged):
     assert {"reward_rate", "return", "loss", "entropy", "collective_return", "efficiency", "episodes"} <= set(columns)
     assert not {"parents", "seat_count", "halted"} & set(columns)
     assert not [c for c in columns if c.startswith("hparams/")]  # constant without PBT
+    # each member's own series beside the mean: ipd-ppo's two learners told apart
+    assert {"reward_rate/learner_0", "reward_rate/learner_1", "loss/learner_0", "loss/learner_1"} <= set(columns)
+    with open(logged["dir"] / "csv" / "metrics.csv") as f:
+        rows = list(csv.DictReader(f))
+    rate = np.asarray(logged["result"].metrics["reward_rate"], np.float32)  # (G, S, U, P)
+    rate = rate.reshape(-1, *rate.shape[2:])  # (R, U, P), runs grid-major
+    for row in rows:
+        r, u = RUN_NAMES.index(row["run"]), int(row["update"]) - 1
+        np.testing.assert_allclose([float(row[f"reward_rate/learner_{m}"]) for m in (0, 1)], rate[r, u], rtol=1e-6)
+    curves = scalars(logged["dir"] / "tensorboard", "reward_rate/learner_1")
+    assert sorted(curves) == sorted(RUN_NAMES)
 
 
 # ---------------------------------------------------------------------------- errors
