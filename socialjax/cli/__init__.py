@@ -60,6 +60,7 @@ class Parser(argparse.ArgumentParser):
     holding a newline is shown with the newline escaped."""
 
     def error(self, message: str):
+        """Print the usage and ``message``, its newlines escaped, to stderr and exit (status 2)."""
         super().error(message.replace("\r", "\\r").replace("\n", "\\n"))
 
 

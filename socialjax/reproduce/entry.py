@@ -136,7 +136,7 @@ class Entry:
     """A published experiment. ``criterion(finals)`` gets ``{(condition, measure):
     (S,) final values}`` and returns ``(verdict, reason)`` with the verdict one of
     :data:`VERDICTS`; ``criterion_text`` states it for the reader. ``plot(rep, path)``,
-    when given, draws the entry's figure in place of :func:`plot_reproduction`."""
+    when given, draws the entry's figure in place of :func:`~socialjax.reproduce.report.plot_reproduction`."""
 
     name: str
     title: str

@@ -32,7 +32,8 @@ learners, up to their values passing through one more table entry. An episode is
 cycles (``num_cycles``: a select step and N games each; 2 at small scale, 10 at cpu and
 paper scale), reputation kept across them, so that from the second cycle on a selection
 can read what the others did. With selection each tabular agent also has a selection
-table over who leads in reputation (:func:`select_state`), learnt as the authors'
+table over who leads in reputation
+(:func:`~socialjax.reproduce.partner_punishment_tabular.select_state`), learnt as the authors'
 selection network is, from its rewards in the rounds of its own game. (Not
 ``socialjax.train``'s learners at small scale: on the 2-core CPU one of its PPO or DQN
 populations took 12-25 s to compile, per condition.) At paper scale also 5 independent

@@ -24,8 +24,8 @@ punished raises its contribution by half the payoff punishment took from it; in 
 punishment stage every conditional cooperator gives each member below the group's mean
 one point per three tokens of shortfall; under partner matching a punished member meets
 its punishers again, learns their standard (its group's mean of that period) and keeps
-to it from then on (:func:`learnt_standard`), under stranger matching it cannot (all
-ours except the qualitative shape and the matching protocols). Per
+to it from then on (:func:`~socialjax.reproduce.punishment_rules.learnt_standard`), under stranger
+matching it cannot (all ours except the qualitative shape and the matching protocols). Per
 period: the mean contribution as a fraction of the endowment, the payoff and the
 points received, over 10 periods for the 2000 design (partner and stranger) and 6 for
 the 2002 design (stranger). Learners in the same games: the ``punishment-learners`` entry

@@ -37,7 +37,7 @@ CONTINUE_WITH = "the same socialjax reproduce command"  # what continues a stopp
 
 class Staging:
     """The finished runs of one reproduction in ``out/resume/``: :meth:`get` one back,
-    :meth:`put` one as it finishes. ``settings`` (entry, scale, seeds, base seed) must be
+    :meth:`train` one into it, kept as it finishes. ``settings`` (entry, scale, seeds, base seed) must be
     those of the runs already there; ``overwrite`` discards runs saved for others."""
 
     def __init__(self, out: Path, settings: dict, overwrite: bool = False):

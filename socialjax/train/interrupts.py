@@ -1,4 +1,4 @@
-"""Ctrl-C and SIGTERM while training: stop after the update under way, not in its middle.
+"""Ctrl-C and SIGTERM while training: stop after the update under way, not in its middle::
 
     with interrupts(enabled=True) as stop:
         ...                          # compile: a signal stops at once (nothing is lost)
@@ -18,7 +18,7 @@ waits for the devices in a way a signal breaks at once
 under way and a second one at once. A signal before the job is stoppable is also
 noted (``stop.at_once``): if the ``KeyboardInterrupt`` it raised was lost on the way
 (native code that checks for signals may clear it), the engine stops at once when the
-compilation returns instead of training.
+compilation returns instead of training::
 
     with deferred("writing the result") as stop:
         ...                          # a few seconds that a stop would waste: finished first

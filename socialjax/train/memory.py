@@ -61,7 +61,7 @@ def first_chunk(num_runs: int, devices) -> int | None:
 
 def compile_fitting(program, grows_with: str, num_runs, devices, chunk, memory, block_args) -> Fitted:
     """Lay the runs out, compile ``program(block)`` (the program of a block of runs, e.g.
-    :func:`device_program` of one run's) on the first device, and check it against
+    :func:`~socialjax.train.devices.device_program` of one run's) on the first device, and check it against
     the device's memory: when it does not fit, chunk the runs (or, with ``chunk`` given or
     one run per device, raise ``MemoryError`` naming ``grows_with``: what a run's memory
     grows with and how to shrink it). Without ``chunk``, the first program tried is

@@ -1,4 +1,4 @@
-"""Models: jobs that compute without socialjax's learners, run by the one runner.
+"""Models: jobs that compute without socialjax's learners, run by the one runner::
 
     MODELS["punishment/sessions"].compute(settings, seeds=4, base_seed=0)  # {(row, quantity): (4,) or (4, X)}
     execute(JobSpec("model", "public_goods", {}, {"model": "punishment/sessions", **settings}, (0, 1, 2, 3)), ...)
