@@ -337,5 +337,5 @@ def test_render_checkpoint_writes_the_viewer_of_the_trained_population(harvest_r
     assert "a viewer of 7 frames (6 steps of harvest_open, trained population" in out
     [data] = viewer_data(page.read_text(encoding="utf-8"))
     assert len(data["frames"]) == 7 and data["players"] == ["seat 0 (learner 0)", "seat 1 (learner 1)"]
-    assert list(data["events"]) == ["apples_eaten", "zaps_fired", "times_zapped", "cells_cleaned"]
+    assert list(data["events"]) == ["apples_eaten", "zaps_fired", "times_zapped"]
     assert data["events"]["apples_eaten"] == data["rewards"] and len(data["rewards"]) == 6

@@ -1,8 +1,11 @@
 """Rendering for people: rollout frames, the sprite atlas, GIF / MP4 export, the Jupyter
-player, the interactive viewer (its page's script run in node when node is installed),
-the ``socialjax render`` command and the colour legend in the docs.
+player, the interactive viewer (its frame view and its table view of a game without
+frames; its page's script run in node when node is installed: tests/viewer_page.js; in
+a real browser: tests/test_viewer_browser.py), the ``socialjax render`` command, the
+events each grid game declares and the colour legend in the docs.
 
-One small Harvest env and its rollout are module-scoped, so the scan compiles once.
+One small Harvest env and its rollout are module-scoped, so the scan compiles once; so
+are a short iterated prisoner's dilemma and its table view.
 """
 
 import base64
@@ -22,11 +25,12 @@ from PIL import Image
 
 import socialjax as sj
 from socialjax import cli
+from socialjax.core.registry import registered_envs
 from socialjax.envs.grid import constants as C
 from socialjax.envs.grid import render as R
 from socialjax.viz import video
 from socialjax.viz import viewer as viewer_module
-from socialjax.viz.viewer import Viewer, viewer_data
+from socialjax.viz.viewer import Viewer, label, viewer_data
 
 NUM_STEPS = 8  # crosses the end of the 5-step episode (auto-reset)
 KEY = jax.random.key(0)
@@ -52,6 +56,12 @@ def viewer(env):
 @pytest.fixture(scope="module")
 def page(viewer):
     return viewer.html()
+
+
+@pytest.fixture(scope="module")
+def ipd_viewer():
+    """The table view of 6 rounds of a 3-round iterated prisoner's dilemma (two episodes)."""
+    return Viewer.from_rollout(sj.make("ipd", num_rounds=3), KEY, 6)
 
 
 @pytest.fixture(scope="module")
@@ -302,6 +312,53 @@ def test_the_viewer_shows_the_real_run(env, viewer, frames):
     assert viewer.events["zaps_fired"].any(), "no zap in 8 random steps: the events are not shown"
     assert viewer.action_names == env.action_names and viewer.players == ("player 0", "player 1")
     assert viewer.title == "harvest_open: 8 steps, random actions" and "8 steps, 2 players" in repr(viewer)
+    assert viewer.values == {}  # a grid game's view: the frame, no game-level table
+
+
+def test_the_colour_key_is_each_players_sprite_colour(env, viewer):
+    """Each row's swatch is the colour its player's body is drawn in: the pixel at the
+    centre of its cell in the reset frame."""
+    key_reset, _ = jax.random.split(KEY)
+    state0 = jax.jit(env.reset)(key_reset)[1]
+    for j, (r, c) in enumerate(np.asarray(state0.pos)):
+        np.testing.assert_array_equal(viewer.frames[0][8 * r + 4, 8 * c + 4], viewer.colours[j])
+    assert viewer.colours.shape == (2, 3) and viewer.colours.dtype == np.uint8
+    assert not np.array_equal(viewer.colours[0], viewer.colours[1])
+    wrapped = sj.EpisodeStats(sj.make("cleanup"))
+    np.testing.assert_array_equal(video.player_colours(wrapped), np.asarray(R.AGENT_COLOURS[:7], np.uint8))
+    lola = sj.make("coins", variant="lola")  # draws its players' frames in the same colours, without an atlas
+    np.testing.assert_array_equal(video.player_colours(lola), np.asarray(R.AGENT_COLOURS[:2], np.uint8))
+    [data] = viewer_data(viewer._repr_html_())
+    assert data["colours"] == ["#{:02x}{:02x}{:02x}".format(*c) for c in viewer.colours]
+
+
+def info_shapes(env) -> dict:
+    """The shapes of ``env``'s ``info`` of one step, traced only (nothing compiled)."""
+    def step(key):
+        obs, state = env.reset(key)
+        return env.step(key, state, jnp.zeros((env.num_agents,), jnp.int32))[4]
+
+    return {k: getattr(v, "shape", None) for k, v in jax.eval_shape(step, jax.random.key(0)).items()}
+
+
+def test_grid_games_declare_only_the_events_they_produce():
+    """The viewer shows a game's ``event_keys``: each is a per-player entry of its
+    ``info``, and none is an event its rules cannot produce (Coins has no zap and no
+    clean beam; only the games with a clean beam count cleaned cells; the mushrooms'
+    eating is counted by colour, not as apples)."""
+    for name in registered_envs():
+        env = sj.make(name)
+        if not sj.viz.can_render(env):
+            continue
+        shapes = info_shapes(env)
+        assert all(shapes.get(k) == (env.num_agents,) for k in env.event_keys), (name, env.event_keys, shapes)
+        assert ("cells_cleaned" in env.event_keys) == (getattr(env, "clean_rays", None) is not None), name
+    assert sj.make("coins").event_keys == ("coins_collected", "own_coins_collected", "other_coins_collected",
+                                           "coins_lost")
+    assert sj.make("harvest_open").event_keys == ("apples_eaten", "zaps_fired", "times_zapped")
+    assert "apples_eaten" not in sj.make("mushrooms").event_keys
+    assert sj.make("cleanup").event_keys[-1] == "cells_cleaned"
+    assert label("coins_collected") == "coins collected" and label("zaps_fired") == "zaps fired"
 
 
 def test_the_page_holds_every_frame_and_the_numbers(viewer, page):
@@ -341,18 +398,25 @@ def test_every_rendering_has_its_own_ids(viewer, page):
         assert f'document.getElementById("{uid}")' in p
 
 
+def run_page_script(viewer: Viewer, path: Path) -> list[dict]:
+    """What tests/viewer_page.js saw the page of ``viewer`` show, step by step."""
+    ran = subprocess.run(["node", str(PAGE_SCRIPT), str(viewer.save(path))], capture_output=True, text=True,
+                         timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    return json.loads(ran.stdout)
+
+
 @pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 def test_the_page_script_steps_through_the_frames(tmp_path):
     viewer = small_viewer(frames=distinct_frames(t=7, h=2, w=3), rewards=[[1, 0], [2, 0.25], [0.5, 0]] * 2,
                           actions=[[0, 1], [2, 0], [1, 1]] * 2, dones=[False, True, False, False, False, True],
-                          events={"zaps": [[0, 1], [0, 0], [1, 0]] * 2})
-    ran = subprocess.run(["node", str(PAGE_SCRIPT), str(viewer.save(tmp_path / "v.html"))], capture_output=True,
-                         text=True, timeout=60)
-    assert ran.returncode == 0, ran.stderr
-    start, forward2, slider5, back, playing, end, again = json.loads(ran.stdout)
-    assert start["head"] == ["player", "action", "reward", "episode return", "zaps"]
+                          events={"zaps_fired": [[0, 1], [0, 0], [1, 0]] * 2}, colours=[[255, 0, 16], [0, 0, 0]])
+    start, forward2, slider5, back, playing, end, again, *keys = run_page_script(viewer, tmp_path / "v.html")
+    assert start["head"] == ["player", "action", "reward", "episode return", "zaps fired"]  # the game's names
     assert start == {**start, "frame": 0, "step": "step 0 / 6 (reset)", "ended": "",
                      "rows": [["player 0", "", "", "0", "0"], ["player 1", "", "", "0", "0"]]}
+    assert start["swatches"] == [["sjv-swatch", "#ff0010"], ["sjv-swatch", "#000000"]]  # the colour key
+    assert start["values"] == [] and start["cursor"] is None  # the frame view: no game-level table, no timeline
     # frame 2: step 2's actions (2 = no name: its index), rewards, the episode's return, events; the episode ended
     assert forward2["frame"] == 2 and forward2["step"] == "step 2 / 6" and "episode ended" in forward2["ended"]
     assert forward2["rows"] == [["player 0", "2", "2", "3", "0"], ["player 1", "stay", "0.25", "0.25", "0"]]
@@ -360,20 +424,51 @@ def test_the_page_script_steps_through_the_frames(tmp_path):
     assert back["frame"] == 4 and back["rows"][0] == ["player 0", "stay", "1", "1.5", "0"]  # 0.5 + 1 since the end
     assert playing["play"] == "pause" and end["frame"] == 6 and end["play"] == "play"
     assert "episode ended" in end["ended"] and again["frame"] == 1  # play at the end starts over
+    right, left, space, space2, typed, button, end_key, home = keys
+    assert (right["frame"], right["play"], right["taken"]) == (2, "play", True)  # a key stops play and steps
+    assert (left["frame"], left["taken"]) == (1, True)
+    assert (space["frame"], space["play"], space2["frame"], space2["play"]) == (2, "pause", 2, "play")
+    assert (typed["frame"], typed["taken"], button["play"], button["taken"]) == (2, False, "play", False)
+    assert (end_key["frame"], home["frame"]) == (6, 0)
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_the_page_script_of_the_table_view(ipd_viewer, tmp_path):
+    """A game without frames: the timeline's cursor and the game-level values follow
+    the step; vector and float actions are written out."""
+    start, forward2, *_ = run_page_script(ipd_viewer, tmp_path / "ipd.html")
+    assert start["frame"] is None and start["values"] == [["round", ""]] and forward2["values"] == [["round", "2"]]
+    [data] = viewer_data(ipd_viewer.html())
+    assert start["cursor"] == data["timeline"]["x0"] and forward2["cursor"] == data["timeline"]["x0"] + 2 * data[
+        "timeline"]["dx"]
+    assert forward2["head"] == ["player", "action", "reward", "episode return", "cooperated", "executed", "flipped",
+                                "intended"]
+    assert forward2["rows"][0][:4] == ["player 0", str(ipd_viewer.actions[1, 0]), f"{ipd_viewer.rewards[1, 0]:g}",
+                                       f"{ipd_viewer.returns[1, 0]:g}"]
+    assert [s[1] for s in start["swatches"]] == ["#{:02x}{:02x}{:02x}".format(*c) for c in R.AGENT_COLOURS[:2]]
+    vectors = Viewer(None, rewards=[[0.5, 1]], actions=[[[0, 3], [2, 1]]], dones=[True])
+    floats = Viewer(None, rewards=[[0.5, 1]], actions=[[0.25, 1.5]], dones=[True])  # a continuous action
+    assert run_page_script(vectors, tmp_path / "v.html")[1]["rows"] == [["player 0", "0 3", "0.5", "0.5"],
+                                                                         ["player 1", "2 1", "1", "1"]]
+    assert [r[1] for r in run_page_script(floats, tmp_path / "f.html")[1]["rows"]] == ["0.25", "1.5"]
 
 
 def test_viewer_errors(env, monkeypatch):
-    with pytest.raises(TypeError, match="only the grid games render"):
-        Viewer.from_rollout(sj.make("ipd", num_rounds=3), KEY, 3)
     for steps in (0, -1, 2.0, True):
         with pytest.raises(ValueError, match="num_steps must be a positive int"):
             Viewer.from_rollout(env, KEY, steps)
-    with pytest.raises(ValueError, match=r"rewards must have shape \(T, N\) = \(3, N\) for 4 frames, got \(2, 2\)"):
+    with pytest.raises(ValueError, match=r"rewards must have shape \(T, N\) = \(3, N\) for 3 steps, got \(2, 2\)"):
         small_viewer(rewards=[[1, 0], [2, 0]])
-    with pytest.raises(ValueError, match=r"actions must have shape \(T, N\) = \(3, 2\)"):
+    with pytest.raises(ValueError, match=r"actions must have shape \(T, N\) = \(3, 2\) \(or \(T, N, K\)"):
         small_viewer(actions=[[0], [1], [2]])
-    with pytest.raises(TypeError, match="actions must be integer"):
-        small_viewer(actions=np.zeros((3, 2)))
+    with pytest.raises(TypeError, match="actions must be numbers"):
+        small_viewer(actions=np.full((3, 2), "up"))
+    with pytest.raises(ValueError, match=r"colours must be \(N, 3\) = \(2, 3\)"):
+        small_viewer(colours=[[0, 0, 300], [0, 0, 0]])
+    with pytest.raises(ValueError, match=r"values\['stock'\] must have shape \(T,\) = \(3,\)"):
+        small_viewer(values={"stock": [1.0, 2.0]})
+    with pytest.raises(ValueError, match="at least one step"):
+        Viewer(None, rewards=np.zeros((0, 2)), actions=np.zeros((0, 2), int), dones=[])
     with pytest.raises(ValueError, match=r"dones must have shape \(T,\) = \(3,\)"):
         small_viewer(dones=[False, True])
     with pytest.raises(ValueError, match=r"events\['zaps'\] must have shape"):
@@ -390,6 +485,69 @@ def test_viewer_errors(env, monkeypatch):
     monkeypatch.setattr(viewer_module, "MAX_HTML_BYTES", 200)  # each 2x3 frame is about 100 bytes of base64 PNG
     with pytest.raises(ValueError, match=r"would embed .* \(4 frames of 3x2 px\), more than .*: use fewer steps"):
         small_viewer().html()
+
+
+def test_a_game_without_frames_gets_the_table_view(ipd_viewer):
+    """A game that does not render: per step each player's action, reward and every
+    per-player info quantity (the declared events first), the game-level ones, and a
+    timeline of each player's return in its colour; the same rollout as record_steps."""
+    ipd = sj.make("ipd", num_rounds=3)
+    traj = jax.jit(lambda key: sj.rollout(ipd, key, 6))(KEY)
+    assert ipd_viewer.frames is None and "table view" in repr(ipd_viewer)
+    np.testing.assert_array_equal(ipd_viewer.rewards, traj.reward)
+    np.testing.assert_array_equal(ipd_viewer.actions, traj.actions)
+    assert ipd_viewer.dones.tolist() == [False, False, True] * 2
+    assert list(ipd_viewer.events) == ["cooperated", "executed", "flipped", "intended"]  # event_keys first
+    np.testing.assert_array_equal(ipd_viewer.events["cooperated"], traj.info["cooperated"])
+    assert list(ipd_viewer.values) == ["round"] and ipd_viewer.values["round"].tolist() == [1, 2, 3] * 2
+    np.testing.assert_array_equal(ipd_viewer.colours, np.asarray(R.AGENT_COLOURS[:2], np.uint8))
+    page = ipd_viewer.html()
+    [data] = viewer_data(page)
+    assert data["frames"] == [] and data["values"] == {"round": [1, 2, 3, 1, 2, 3]} and "<img" not in page
+    assert page.count("<polyline") == 2 and page.count('stroke-dasharray="2 3"') == 2  # a line each; 2 episode ends
+    assert 'class="sjv-future"' in page and 'class="sjv-cursor"' in page and data["timeline"]["dx"] > 0
+    assert "http://" not in page and 'tabindex="0"' in page
+
+
+def test_the_table_view_of_vector_and_continuous_actions():
+    """Punishment assigns a vector of points per player, the donor game donates a
+    fraction; the table view writes both out. More players than colours: no colour key,
+    and the timeline shows the players' mean return."""
+    viewer = Viewer(None, rewards=np.ones((2, 13)), actions=np.zeros((2, 13, 4), np.int32), dones=[False, True],
+                    values={"stock": [10.5, 3.25]}, events={"contributed": np.ones((2, 13), int)})
+    page = viewer._repr_html_()
+    assert page.count("<polyline") == 1 and "mean episode return of the 13 players" in page
+    assert viewer_data(page)[0]["actions"][0][0] == [0, 0, 0, 0] and viewer_data(page)[0]["colours"] is None
+    donor = Viewer.from_rollout(sj.make("donor_game"), KEY, 2)
+    assert donor.actions.dtype == np.float32 and donor.colours is not None and "is_donor" in donor.events
+    assert Viewer.from_playback(sj.train.Playback(row=np.arange(12), rewards=donor.rewards, actions=donor.actions,
+                                                  dones=donor.dones, frames=None, events=donor.events),
+                                sj.make("donor_game")).frames is None  # a trained population's table view
+
+
+@pytest.mark.slow
+def test_every_registered_game_has_a_viewer():
+    """Every registered environment: the frame view if it renders, else the table view;
+    each page holds the steps it was given and its colour key."""
+    for name in registered_envs():
+        env = sj.make(name)
+        viewer = Viewer.from_rollout(env, KEY, 2)
+        [data] = viewer_data(viewer._repr_html_())
+        assert (viewer.frames is None) != sj.viz.can_render(env), name
+        assert len(data["rewards"]) == 2 and len(data["frames"]) == (3 if viewer.frames is not None else 0), name
+        assert set(env.event_keys) <= set(viewer.events), name  # every declared event is shown
+        assert (data["colours"] is None) == (viewer.frames is None and env.num_agents > len(R.AGENT_COLOURS)), name
+
+
+def test_the_layout_is_fixed_at_load(viewer, page):
+    """Fixed column widths (from the labels, not the numbers), tabular numbers, and the
+    frame column as wide as the frame: nothing in the page depends on the numbers shown."""
+    widths = [int(w) for w in re.findall(r'<col style="width:(\d+)px">', page)]
+    assert len(widths) == 4 + len(viewer.events) and f'<table style="width:{sum(widths)}px">' in page
+    assert "table-layout:fixed" in page and "tabular-nums" in page and ".sjv-play{width:4.5em}" in page
+    w = viewer.frames.shape[2] * viewer.scale
+    assert f'class="sjv-view" style="width:{max(w, viewer_module.VIEW_MIN_PX)}px"' in page
+    assert 'name="viewport"' in viewer.html()  # phones lay it out at their own width
 
 
 def test_a_playback_without_frames_is_refused(env):
@@ -409,6 +567,17 @@ def test_a_playback_is_labelled_by_seat_and_member(env):
 
 
 # ------------------------------------------------------------------------------ cli
+def test_cli_render_writes_the_table_view_of_a_game_without_frames(tmp_path, capsys):
+    out = tmp_path / "pgg.html"
+    code = cli.main(["render", "--env", "public_goods_punishment", "--steps", "4", "--out", str(out), "--policy",
+                     "noop"])
+    assert code == 0
+    assert "a table viewer of 4 steps (4 steps of public_goods_punishment, noop policy" in capsys.readouterr().out
+    [data] = viewer_data(out.read_text(encoding="utf-8"))
+    assert data["frames"] == [] and len(data["rewards"]) == 4 and "period" in data["values"]
+    assert data["actions"][0] == [[0] * 4] * 4  # no-op: a vector of no punishment points per player
+
+
 def test_cli_render_writes_a_gif(tmp_path, capsys):
     out = tmp_path / "sub" / "harvest.gif"
     code = cli.main(["render", "--env", "harvest_open", "--steps", "3", "--out", str(out), "--scale", "2",
@@ -430,7 +599,8 @@ def test_cli_render_writes_the_viewer(tmp_path, capsys):
     text = out.read_text(encoding="utf-8")
     [data] = viewer_data(text)
     assert len(data["frames"]) == 4 and len(data["rewards"]) == 3
-    assert list(data["events"]) == list(sj.make("harvest_open").event_keys)
+    assert list(data["events"]) == list(sj.make("harvest_open").event_keys) == ["apples_eaten", "zaps_fired",
+                                                                               "times_zapped"]
     assert 'width="576" height="432"' in text and "harvest_open: 3 steps, random policy, seed 0" in text
 
 
@@ -438,7 +608,7 @@ def test_cli_render_writes_the_viewer(tmp_path, capsys):
     "argv, message",
     [
         (["--env", "no_such_env", "--out", "x.gif"], "unknown environment 'no_such_env'"),
-        (["--env", "ipd", "--out", "x.gif"], "has no rendering"),
+        (["--env", "ipd", "--out", "x.gif"], "has no rendering (it is not a grid game): write --out FILE.html"),
         (["--env", "harvest_open", "--out", "x.gif", "--steps", "0"], "expected a positive integer"),
         (["--env", "harvest_open", "--out", "x.gif", "--steps", "-5"], "expected a positive integer"),
         (["--env", "harvest_open", "--out", "x.avi"], "unsupported extension '.avi'"),

@@ -2,7 +2,8 @@
 and ``socialjax render --checkpoint DIR --out FILE`` (a trained population), to a GIF, an
 MP4 or an HTML page with the interactive viewer (:class:`socialjax.viz.Viewer`: frame by
 frame, each player's action, reward and events beside it), chosen by the extension:
-every check runs before anything is compiled."""
+every check runs before anything is compiled. A game without frames (matrix, donor,
+institution games) has only the viewer's table view: ``--out FILE.html``."""
 
 from __future__ import annotations
 
@@ -38,12 +39,13 @@ OUT_EXTENSIONS = (*video.VIDEO_EXTENSIONS, VIEWER_EXTENSION)
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     render = subparsers.add_parser(
-        "render", help="render a rollout of a grid game to a GIF, an MP4 or an HTML viewer",
+        "render", help="render a rollout of a grid game to a GIF, an MP4 or an HTML viewer (any game)",
         description="Render a rollout of a grid environment (one compiled scan) to a GIF (Pillow), an MP4 "
                     "(needs: pip install \"socialjax[video]\") or an HTML page to step through it frame by frame "
                     "with each player's action, reward and events (no kernel, no network), chosen by the extension "
                     "of --out: random or no-op actions (--env), or a trained population (--checkpoint DIR from "
-                    "socialjax train).")
+                    "socialjax train). A game without frames (matrix, donor, institution games): --out FILE.html, "
+                    "a table and a timeline of each round's actions, payoffs and the game's own quantities.")
     render.add_argument("--env", default=None, help="environment name (see `socialjax envs`)")
     render.add_argument("--checkpoint", default=None, metavar="DIR",
                         help="render the trained population saved in DIR (socialjax train --out); the environment "
@@ -95,15 +97,18 @@ def main(args: argparse.Namespace) -> int:
         env = make(args.env, **dict(args.option))
     except (ValueError, TypeError) as err:
         parser.error(str(err))
-    if not video.can_render(env):
+    table = out.suffix.lower() == VIEWER_EXTENSION and not video.can_render(env)  # the viewer's table view
+    if not video.can_render(env) and not table:
         renderable = [n for n in registered_envs() if _renders(n)]
-        parser.error(f"--env {args.env!r} has no rendering (it is not a grid game); "
-                     f"environments that render: {renderable}")
+        parser.error(f"--env {args.env!r} has no rendering (it is not a grid game): write --out FILE.html for the "
+                     f"viewer's table view; environments that render: {renderable}")
     policy = None
     if args.policy == "noop":
-        noop = jnp.full((env.num_agents,), env.noop_action, jnp.int32)
+        space = env.action_space(env.default_params)  # a vector per player in the punishment games
+        noop = jnp.broadcast_to(jnp.asarray(env.noop_action, space.dtype), (env.num_agents, *space.shape))
         policy = lambda key, obs: noop  # noqa: E731
-    _check_size(parser, env, args, out)
+    if not table:
+        _check_size(parser, env, args, out)
     key = jax.random.key(args.seed)
     if out.suffix.lower() == VIEWER_EXTENSION:
         viewer = Viewer.from_rollout(env, key, args.steps, policy=policy, fps=args.fps, scale=args.scale,
@@ -112,8 +117,8 @@ def main(args: argparse.Namespace) -> int:
     else:
         viewer, frames = None, video.rollout_frames(env, key, args.steps, policy=policy)
     _write(parser, args, out, frames, viewer)
-    print(f"wrote {out}: {_counted(frames, out)} ({args.steps} steps of {args.env}, {args.policy} policy, "
-          f"seed {args.seed}), {_size(frames, args)}, {args.fps:g} fps")
+    print(f"wrote {out}: {_counted(frames, out, args)} ({args.steps} steps of {args.env}, {args.policy} policy, "
+          f"seed {args.seed}){_size(frames, args)}, {args.fps:g} fps")
     return 0
 
 
@@ -126,14 +131,16 @@ def _render_checkpoint(parser: argparse.ArgumentParser, args: argparse.Namespace
                      "come from the checkpoint")
     index = args.run or (0, 0)
     loaded = load_run(parser, args.checkpoint, index)
-    if not video.can_render(loaded.env):
-        parser.error(f"--checkpoint {args.checkpoint!r}: {loaded.env_name} has no rendering (it is not a grid game); "
-                     "use socialjax evaluate to play it")
+    renders = video.can_render(loaded.env)  # else only the viewer's table view
+    if not renders and out.suffix.lower() != VIEWER_EXTENSION:
+        parser.error(f"--checkpoint {args.checkpoint!r}: {loaded.env_name} has no rendering (it is not a grid game): "
+                     "write --out FILE.html for the viewer's table view, or use socialjax evaluate to play it")
     g, s = index
     row = check_row(parser, loaded.train, args.row)
-    _check_size(parser, loaded.env, args, out)
-    result = play(loaded.train, loaded.learners(g, s), jax.random.key(args.seed), args.steps, row=row, render=True,
-                  greedy=args.greedy)
+    if renders:
+        _check_size(parser, loaded.env, args, out)
+    result = play(loaded.train, loaded.learners(g, s), jax.random.key(args.seed), args.steps, row=row,
+                  render=renders, greedy=args.greedy)
     acting = "greedy" if args.greedy else "sampled"
     viewer = None
     if out.suffix.lower() == VIEWER_EXTENSION:
@@ -142,9 +149,9 @@ def _render_checkpoint(parser: argparse.ArgumentParser, args: argparse.Namespace
         viewer = Viewer.from_playback(result, loaded.env, title=title, fps=args.fps, scale=args.scale)
     _write(parser, args, out, result.frames, viewer)
     returns = ", ".join(f"{r:g}" for r in result.rewards.sum(axis=0))
-    print(f"wrote {out}: {_counted(result.frames, out)} ({args.steps} steps of {loaded.env_name}, trained population "
-          f"from {loaded.path}, run ({g}, {s}), {acting} actions, seed {args.seed}), {_size(result.frames, args)}, "
-          f"{args.fps:g} fps; return per seat: {returns}")
+    print(f"wrote {out}: {_counted(result.frames, out, args)} ({args.steps} steps of {loaded.env_name}, trained "
+          f"population from {loaded.path}, run ({g}, {s}), {acting} actions, seed {args.seed})"
+          f"{_size(result.frames, args)}, {args.fps:g} fps; return per seat: {returns}")
     return 0
 
 
@@ -162,15 +169,20 @@ def _write(parser: argparse.ArgumentParser, args: argparse.Namespace, out, frame
         tmp.write_text(page, encoding="utf-8")
 
 
-def _counted(frames, out) -> str:
-    """``"201 frames"``, or for the viewer ``"a viewer of 201 frames"``."""
+def _counted(frames, out, args: argparse.Namespace) -> str:
+    """``"201 frames"``, for the viewer ``"a viewer of 201 frames"``, or for the viewer
+    of a game without frames ``"a table viewer of 200 steps"``."""
+    if frames is None:
+        return f"a table viewer of {args.steps} steps"
     return f"{'a viewer of ' if out.suffix.lower() == VIEWER_EXTENSION else ''}{len(frames)} frames"
 
 
 def _size(frames, args: argparse.Namespace) -> str:
-    """``"384x288 px"``: the frames' size on screen."""
+    """``", 384x288 px"``: the frames' size on screen (none without frames)."""
+    if frames is None:
+        return ""
     _, h, w, _ = frames.shape
-    return f"{w * args.scale}x{h * args.scale} px"
+    return f", {w * args.scale}x{h * args.scale} px"
 
 
 def _check_size(parser: argparse.ArgumentParser, env, args: argparse.Namespace, out) -> None:

@@ -44,8 +44,8 @@ first success, i.e. exactly one new waste cell with probability ``1 - 0.5^k`` (`
 clean river cells), uniformly placed, and none otherwise; this is implemented as that
 distribution (one draw of "whether", then a uniformly random clean cell). River and
 waste are walkable. The clean beam is three rays of length 5
-(:func:`engine.ssd_beam`: centre 1..5 ahead, sides 0..4), each cleaning its first waste cell. The fire beam is
-Harvest SSD's: the shooter pays 1, each player hit pays 50, nobody is removed.
+(:func:`~socialjax.envs.grid.engine.ssd_beam`: centre 1..5 ahead, sides 0..4), each cleaning its
+first waste cell. The fire beam is Harvest SSD's: the shooter pays 1, each player hit pays 50, nobody is removed.
 
 Known difference from Melting Pot (kept for one shared engine): when two beams reach the
 same dirt cell in one step, Melting Pot credits only the first and lets the second pass
@@ -256,6 +256,7 @@ class _CleanUpBase(GridEnv):
     """The world update both presets share; they differ in :meth:`dirt_spawn_prob`."""
 
     params_cls = CleanUpParams
+    event_keys = (*GridEnv.event_keys, "cells_cleaned")  # the clean beam's cells
 
     def _set_cells(self):
         self.apple_cells = self.map.points("apple_cell")  # (A, 2)

@@ -268,7 +268,7 @@ class Coins(GridEnv):
     params_cls = CoinsParams
     action_table = C.MELTINGPOT_ACTIONS[:NUM_ACTIONS]
     action_names = C.MELTINGPOT_ACTION_NAMES[:NUM_ACTIONS]
-    event_keys = GridEnv.event_keys + COIN_EVENTS
+    event_keys = COIN_EVENTS  # no zap, no clean beam; the engine's apples_eaten counts coins_collected
     variant = "meltingpot"
 
     def __new__(cls, variant: str = "meltingpot", **options):

@@ -147,6 +147,7 @@ class Harvest(GridEnv):
     ``view`` ((ahead, behind, side), default (9, 1, 5))."""
 
     params_cls = HarvestParams
+    action_names = C.MELTINGPOT_ACTION_NAMES[:8]  # Melting Pot's Harvest: no clean action
 
     def __init__(self, preset: str = "open", num_agents: int = 7, episode: str = "meltingpot",
                  episode_length: int = 1000, obs_mode: str = "codes", view: tuple = MELTINGPOT_VIEW):

@@ -333,9 +333,9 @@ class Mushrooms(GridEnv):
     params_cls = MushroomsParams
     action_table = C.MELTINGPOT_ACTIONS[:8]
     action_names = C.MELTINGPOT_ACTION_NAMES[:8]
-    event_keys = GridEnv.event_keys + (
-        "red_eaten", "green_eaten", "blue_eaten", "orange_eaten", "mushrooms_destroyed",
-    )
+    # the engine's apples_eaten (all mushrooms eaten) is the sum of the four by colour
+    event_keys = ("zaps_fired", "times_zapped", "red_eaten", "green_eaten", "blue_eaten", "orange_eaten",
+                  "mushrooms_destroyed")
 
     def __init__(self, map: str = "dense", num_agents: int = NUM_AGENTS, episode: str = "meltingpot",
                  episode_length: int = 1000, obs_mode: str = "codes", view: tuple = VIEW):

@@ -4,9 +4,11 @@
   (the grid games), every state rendered inside the scan: ``(T + 1, 8 H, 8 W, 3) uint8``.
 - :func:`save_gif` (Pillow), :func:`save_mp4` (``pip install "socialjax[video]"``),
   :func:`save_video` (by extension), :func:`animate` (a Jupyter player of frames).
-- :class:`Viewer`: step through a rollout or a trained population's game frame by frame,
-  each player's action, reward, return and events beside the frame, in Jupyter or as a
-  standalone HTML file (:mod:`socialjax.viz.viewer`).
+- :class:`Viewer`: step through a rollout or a trained population's game frame by frame
+  (a grid game), or round by round as a table and a timeline (any other game), each
+  player's colour key, action, reward, return and events beside it, in Jupyter or as a
+  standalone HTML file (:mod:`socialjax.viz.viewer`); :func:`player_colours`: the colour
+  each player's sprite is drawn in.
 - :class:`LiveDisplay`: a training run's progress and curves, redrawn in place in Jupyter
   (what ``sj.train.run`` and ``reproduce`` show there; :mod:`socialjax.viz.live`).
 - :func:`colour_legend`: the sprite colours as a Markdown table.
@@ -20,6 +22,7 @@ from socialjax.viz.video import (
     VIDEO_EXTENSIONS,
     animate,
     can_render,
+    player_colours,
     rollout_frames,
     save_gif,
     save_mp4,
@@ -36,6 +39,7 @@ __all__ = [
     "can_render",
     "colour_legend",
     "mean_ci95",
+    "player_colours",
     "plot_bands",
     "rollout_frames",
     "save_gif",

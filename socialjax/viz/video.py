@@ -12,6 +12,8 @@ host afterwards::
     sj.viz.animate(frames)   # in Jupyter: an HTML/JavaScript player
     run = sj.viz.video.record_rollout(env, jax.random.key(0), 200)  # the same compiled call:
     run.frames, run.rewards, run.actions, run.dones, run.events   # what sj.viz.Viewer shows
+    run = sj.viz.video.record_steps(sj.make("public_goods"), 0, 20)  # any game, no frames:
+    run.events, run.values   # its per-player and game-level info quantities of each step
 
 GIFs need only Pillow (which matplotlib already requires); MP4 needs
 ``pip install "socialjax[video]"`` (imageio and imageio-ffmpeg, which bundles ffmpeg).
@@ -29,6 +31,8 @@ import jax
 import numpy as np
 
 from socialjax.core.wrappers import Wrapper
+from socialjax.envs.grid import constants as C
+from socialjax.envs.grid import render as R
 from socialjax.rollout import rollout
 
 #: file extensions :func:`save_video` understands
@@ -36,6 +40,11 @@ VIDEO_EXTENSIONS = (".gif", ".mp4")
 MP4_INSTALL_HINT = 'pip install "socialjax[video]" (or: pip install imageio imageio-ffmpeg)'
 
 Policy = Callable[[jax.Array, Any], jax.Array]  # policy(key, obs) -> actions (N,)
+
+#: ``info`` entries every environment carries for the contract (episode ends, bad input,
+#: the observation before an auto-reset), not quantities of the game itself
+BOOKKEEPING = ("terminated", "truncated", "invalid_action", "invalid_params", "final_obs")
+BODY_PIXEL = 4  # row and column of a pixel in the body of an agent sprite (render._agent)
 
 
 # ------------------------------------------------------------------------------ rollout
@@ -54,17 +63,35 @@ def _render(env, state) -> jax.Array:
     return env.render(state)
 
 
-class Recording(NamedTuple):
-    """What :func:`record_rollout` returns (numpy arrays): ``frames`` ``(T + 1, 8 H, 8 W,
-    3) uint8`` (the reset state, then the state after each step), ``rewards`` ``(T, N)``,
-    ``actions`` ``(T, N)``, ``dones`` ``(T,)`` and ``events`` ``{name: (T, N)}``: the
-    environment's ``event_keys`` that its ``info`` carries per player."""
+def player_colours(env) -> np.ndarray:
+    """``(N, 3) uint8``: the colour player ``j``'s sprite is drawn in, read off the body of
+    its sprite in the environment's atlas (the grid games), else the engine's agent
+    colours in order (the LOLA coin game draws its players' frames in them; a game
+    without frames gets the same palette, so that a table's rows and a timeline's lines
+    match). The viewer draws them as a colour key beside each player's row."""
+    n = env.num_agents
+    atlas = getattr(env, "atlas", None)  # a wrapper forwards it
+    if atlas is not None:
+        return np.asarray(atlas)[C.AGENT_BASE + 4 * np.arange(n), BODY_PIXEL, BODY_PIXEL]
+    return np.asarray([R.AGENT_COLOURS[j % len(R.AGENT_COLOURS)] for j in range(n)], np.uint8)
 
-    frames: np.ndarray
+
+class Recording(NamedTuple):
+    """What :func:`record_rollout` and :func:`record_steps` return (numpy arrays):
+    ``frames`` ``(T + 1, 8 H, 8 W, 3) uint8`` (the reset state, then the state after each
+    step; ``None`` from ``record_steps``), ``rewards`` ``(T, N)``, ``actions`` ``(T, N,
+    *action_shape)``, ``dones`` ``(T,)``, ``events`` ``{name: (T, N)}``: per-player
+    quantities of each step (``record_rollout``: the environment's ``event_keys`` that its
+    ``info`` carries per player; ``record_steps``: every per-player ``info`` entry but the
+    :data:`BOOKKEEPING`, the ``event_keys`` first), and ``values`` ``{name: (T,)}``: the
+    game-level scalars of ``info`` (``record_steps`` only, e.g. a commons' ``stock``)."""
+
+    frames: np.ndarray | None
     rewards: np.ndarray
     actions: np.ndarray
     dones: np.ndarray
     events: dict[str, np.ndarray]
+    values: dict[str, np.ndarray] = {}
 
 
 def player_events(env, info: dict, num_agents: int) -> dict[str, Any]:
@@ -80,13 +107,35 @@ def in_event_order(env, events: dict[str, Any]) -> dict[str, np.ndarray]:
     return {k: np.asarray(events[k]) for k in getattr(env, "event_keys", ()) if k in events}
 
 
-@partial(jax.jit, static_argnames=("env", "num_steps", "policy"))
-def _rollout(env, key: jax.Array, params, num_steps: int, policy: Policy | None) -> Recording:
+def game_quantities(info: dict, num_agents: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The game's own quantities in the ``info`` of a rollout (leaves ``(T, ...)``),
+    leaving out the :data:`BOOKKEEPING`: the per-player entries ``(T, N)`` and the
+    game-level scalars ``(T,)``, each a dict by name. Entries of other shapes are left out."""
+    own = {k: v for k, v in info.items() if k not in BOOKKEEPING}
+    per_player = {k: v for k, v in own.items() if v.ndim == 2 and v.shape[-1] == num_agents}
+    return per_player, {k: v for k, v in own.items() if v.ndim == 1}
+
+
+@partial(jax.jit, static_argnames=("env", "num_steps", "policy", "frames"))
+def _rollout(env, key: jax.Array, params, num_steps: int, policy: Policy | None, frames: bool = True) -> Recording:
     act = None if policy is None else (lambda k, obs, state: policy(k, obs))
     traj = rollout(env, key, num_steps, params=params, policy=act)
-    frames = jax.vmap(lambda state: _render(env, state))(traj.state)  # (T + 1, ...)
-    events = player_events(env, traj.info, traj.reward.shape[-1])
-    return Recording(frames, traj.reward, traj.actions, traj.done, events)
+    n = traj.reward.shape[-1]
+    if not frames:
+        return Recording(None, traj.reward, traj.actions, traj.done, *game_quantities(traj.info, n))
+    images = jax.vmap(lambda state: _render(env, state))(traj.state)  # (T + 1, ...)
+    return Recording(images, traj.reward, traj.actions, traj.done, player_events(env, traj.info, n))
+
+
+def _check_rollout_args(key, num_steps, policy):
+    """``key`` as a ``jax.random.key`` (an ``int`` is a seed), after checking ``num_steps`` and ``policy``."""
+    if isinstance(num_steps, bool) or not isinstance(num_steps, (int, np.integer)) or num_steps < 0:
+        raise ValueError(f"num_steps must be a non-negative int, got {num_steps!r}")
+    if policy is not None and not callable(policy):
+        raise TypeError(f"policy must be callable as policy(key, obs) -> actions, got {type(policy).__name__}")
+    if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+        key = jax.random.key(int(key))
+    return key
 
 
 def record_rollout(env, key, num_steps: int, policy: Policy | None = None, params=None) -> Recording:
@@ -97,16 +146,25 @@ def record_rollout(env, key, num_steps: int, policy: Policy | None = None, param
     same key, so its rewards are that function's."""
     if not can_render(env):
         raise TypeError(f"{getattr(env, 'name', type(env).__name__)} ({type(env).__name__}) has no "
-                        "render(state) method: only the grid games render")
-    if isinstance(num_steps, bool) or not isinstance(num_steps, (int, np.integer)) or num_steps < 0:
-        raise ValueError(f"num_steps must be a non-negative int, got {num_steps!r}")
-    if policy is not None and not callable(policy):
-        raise TypeError(f"policy must be callable as policy(key, obs) -> actions, got {type(policy).__name__}")
-    if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
-        key = jax.random.key(int(key))
+                        "render(state) method: only the grid games render (record_steps records any game)")
+    key = _check_rollout_args(key, num_steps, policy)
     params = env.resolve_single_params(params)
     run = jax.device_get(_rollout(env, key, params, int(num_steps), policy))
     return run._replace(events=in_event_order(env, run.events))
+
+
+def record_steps(env, key, num_steps: int, policy: Policy | None = None, params=None) -> Recording:
+    """:func:`record_rollout` of any game, without frames: each step's rewards,
+    actions, dones, per-player ``info`` quantities (``events``: the ``event_keys`` first,
+    then the others by name, e.g. a player's ``reputation`` or ``partner``) and game-level
+    ``info`` scalars (``values``, e.g. ``stock``, ``quota``, ``round``). What the viewer's
+    table view shows of a game that does not render."""
+    key = _check_rollout_args(key, num_steps, policy)
+    params = env.resolve_single_params(params)
+    run = jax.device_get(_rollout(env, key, params, int(num_steps), policy, frames=False))
+    declared = in_event_order(env, run.events)
+    events = {**declared, **{k: np.asarray(v) for k, v in sorted(run.events.items()) if k not in declared}}
+    return run._replace(events=events, values={k: np.asarray(v) for k, v in sorted(run.values.items())})
 
 
 def rollout_frames(env, key, num_steps: int, policy: Policy | None = None, params=None) -> np.ndarray:

@@ -6,25 +6,33 @@
     viewer = sj.viz.Viewer.from_rollout(env, jax.random.key(0), num_steps=100)
     viewer                          # the last expression of a Jupyter cell: the player
     viewer.save("harvest.html")     # one file for any browser: no kernel, no network
+    sj.viz.Viewer.from_rollout(sj.make("public_goods"), jax.random.key(0), 40)  # the table view
 
     out = sj.train.play(train, state.learners, jax.random.key(1), 200, render=True)
     sj.viz.Viewer.from_playback(out, train.env)   # a trained population, seats by member
 
-What it shows: the frame (scaled up, pixelated; frame 0 is the reset state, frame ``t``
-the state after step ``t``), buttons to play / pause and to step back / forward, a
-slider over the frames and a frames-per-second box. Beside the frame, a table with one
-row per player: the action (by the environment's ``action_names``, else its index) and
-the reward of the step that led to the frame, the episode's return so far, and each
-per-player event counter of that step (the environment's ``event_keys`` that its
-``info`` carries, e.g. ``zaps_fired``). Below: ``step t / T``, and "episode ended" on
-an episode's last step (``step`` resets automatically, so that frame already shows the
-next episode's start).
+What it shows. A grid game (the frame view): the frame (scaled up, pixelated; frame 0 is
+the reset state, frame ``t`` the state after step ``t``). Any other game (the table
+view): a timeline of each player's episode return in its colour (the steps to come
+shaded) and the step's game-level ``info`` quantities (``stock``, ``round`` ...). Both:
+play / pause, step back / forward, a slider, a frames-per-second box, and keys while the
+viewer has focus (click it or tab to it): space plays / pauses, left / right step, Home
+/ End jump (the fps box and the slider keep their own keys). Beside it a row per player:
+a colour key (its sprite's colour, :func:`~socialjax.viz.video.player_colours`), the
+action (by ``action_names``, else its index or value) and reward of the step that led to
+the frame, the episode's return so far, and its events of that step under the game's
+own names (``coins collected``: the ``event_keys`` its ``info`` carries per player; the
+table view: every per-player ``info`` quantity, e.g. ``reputation``). Below: ``step t /
+T``, and "episode ended" on an episode's last step (``step`` resets automatically, so
+that frame already shows the next episode's start).
 
-Everything is embedded in the HTML: the frames as base64 PNG (Pillow) at the rendered
-size (8 pixels per cell; ``scale`` only sets the display size), the numbers as JSON, the
-player as a few lines of JavaScript. Each rendering gets its own element id, so several
-viewers (or one shown twice) share a notebook. :func:`viewer_data` reads the JSON back
-out of a page or a notebook output.
+The layout does not move during play: columns have fixed widths and numbers are
+tabular, so whether the table sits beside the frame or below it is decided by the
+window's width when the page loads, never by the numbers shown. Everything is embedded
+in the HTML: frames as base64 PNG (Pillow) at the rendered size (``scale`` only sets the
+display size), the timeline as SVG, numbers as JSON, a few lines of JavaScript. Each
+rendering gets its own element id, so several viewers share a notebook.
+:func:`viewer_data` reads the JSON back out of a page or a notebook output.
 """
 
 from __future__ import annotations
@@ -42,30 +50,44 @@ from string import Template
 
 import numpy as np
 
-from socialjax.viz.video import MAX_FPS, MIN_FPS, Policy, _as_frames, _check_fps_scale, record_rollout
+from socialjax.envs.grid import render as R
+from socialjax.viz import video
 
-#: the frames embedded in one viewer may take this many bytes of base64 PNG at most
+#: a viewer's page may embed this many bytes of data (frames as base64 PNG, numbers) at most
 MAX_HTML_BYTES = 50 * 1024**2
 MARKER = "socialjax-viewer"  # the class of a viewer's outer element
 REWARD_DECIMALS = 6  # rewards, returns and float events are rounded in the JSON
+# column widths in CSS px, fixed so that nothing reflows while numbers change (13 px font)
+NUMBER_PX = 72  # a number: "-123.456" and padding
+CHAR_PX, HEAD_CHAR_PX = 7.5, 8.5  # about one character; one of a column's (bold) head, whose words never break
+LABEL_PX = (96, 220)  # the player column (its swatch, then the label): at least, at most
+ACTION_PX = (72, 240)  # the action column: at least, at most
+VALUE_PX = (150, 96)  # the table view's game-level table: name, value
+VIEW_MIN_PX = 360  # the frame column holds the controls, however small the frame
+TIMELINE_PX = (480, 180)  # the table view's timeline: width, height
+TIMELINE_MARGIN = (44, 8, 8, 18)  # left (axis labels), right, top, bottom
 
 
 @dataclasses.dataclass(repr=False, eq=False)
 class Viewer:
     """A rollout to step through: ``T`` steps of ``N`` players.
 
-    - ``frames`` ``(T + 1, H, W, 3) uint8``: the reset state, then the state after each step;
-    - ``rewards`` ``(T, N)`` float, ``actions`` ``(T, N)`` int, ``dones`` ``(T,)`` bool;
-    - ``events`` ``{name: (T, N)}``: per-player event counts of each step;
+    - ``frames`` ``(T + 1, H, W, 3) uint8``: the reset state, then the state after each
+      step; ``None`` for the table view (a game that does not render);
+    - ``rewards`` ``(T, N)`` float; ``actions`` ``(T, N)`` (action indices, or values of a
+      continuous action) or ``(T, N, K)`` (a vector per player); ``dones`` ``(T,)`` bool;
+    - ``events`` ``{name: (T, N)}``: per-player quantities of each step (event counts);
     - ``action_names``: the name of action ``a`` (an action without one shows its index);
     - ``players``: ``N`` row labels (default ``"player i"``); ``title``;
-    - ``fps``: the initial speed; ``scale``: screen pixels per frame pixel.
+    - ``fps``: the initial speed; ``scale``: screen pixels per frame pixel;
+    - ``colours`` ``(N, 3)`` uint8: each player's colour, drawn beside its row (``None``:
+      no colour key; the table view's timeline then draws the players' mean return);
+    - ``values`` ``{name: (T,)}``: game-level quantities of each step (the table view).
 
-    Shown in Jupyter as a cell's last expression (``_repr_html_``); :meth:`html` is the
-    standalone page and :meth:`save` writes it.
+    Shown in Jupyter as a cell's last expression; :meth:`html` is the standalone page.
     """
 
-    frames: np.ndarray
+    frames: np.ndarray | None
     rewards: np.ndarray
     actions: np.ndarray
     dones: np.ndarray
@@ -75,65 +97,85 @@ class Viewer:
     title: str = "rollout"
     fps: float = 10
     scale: int = 3
+    colours: np.ndarray | None = None
+    values: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
-        self.frames = _as_frames(self.frames)
-        T = len(self.frames) - 1
-        if T < 1:
-            raise ValueError("a viewer needs at least one step: frames must hold T + 1 >= 2 frames (the reset state, "
-                             f"then one per step), got {len(self.frames)}")
+        T = self._check_frames()
         self.rewards = _per_player("rewards", self.rewards, T)
         N = self.rewards.shape[1]
-        self.actions = _per_player("actions", self.actions, T, N)
-        if not np.issubdtype(self.actions.dtype, np.integer):
-            raise TypeError(f"actions must be integer action indices, got dtype {self.actions.dtype}")
-        self.dones = np.asarray(self.dones)
-        if self.dones.shape != (T,):
-            raise ValueError(f"dones must have shape (T,) = ({T},) for {T + 1} frames, got {self.dones.shape}")
-        self.dones = self.dones.astype(bool)
+        self.actions = _per_player("actions", self.actions, T, N, vectors=True)
+        self.dones = _per_step("dones", self.dones, T).astype(bool)
         self.events = {str(name): _per_player(f"events[{name!r}]", v, T, N) for name, v in self.events.items()}
+        self.values = {str(name): _per_step(f"values[{name!r}]", v, T) for name, v in self.values.items()}
         self.action_names = tuple(str(a) for a in self.action_names)
         self.players = tuple(str(p) for p in self.players) or tuple(f"player {i}" for i in range(N))
         if len(self.players) != N:
             raise ValueError(f"players must name the {N} players, got {len(self.players)}: {list(self.players)}")
+        if self.colours is not None:
+            self.colours = np.asarray(self.colours)
+            if self.colours.shape != (N, 3) or not np.issubdtype(self.colours.dtype, np.integer) or not (
+                    (self.colours >= 0) & (self.colours <= 255)).all():
+                raise ValueError(f"colours must be (N, 3) = ({N}, 3) RGB integers in [0, 255], got "
+                                 f"{self.colours.shape} {self.colours.dtype}")
+            self.colours = self.colours.astype(np.uint8)
         self.title = str(self.title)
-        _check_fps_scale(self.fps, self.scale)
+        video._check_fps_scale(self.fps, self.scale)
+
+    def _check_frames(self) -> int:
+        """Check ``frames`` (or, without frames, that there are rewards) and return ``T >= 1``."""
+        if self.frames is None:
+            T = np.shape(self.rewards)[0] if np.ndim(self.rewards) else 0
+        else:
+            self.frames = video._as_frames(self.frames)
+            T = len(self.frames) - 1
+        if T < 1:
+            got = "no rewards" if self.frames is None else f"{len(self.frames)} frames"
+            raise ValueError("a viewer needs at least one step: frames must hold T + 1 >= 2 frames (the reset state, "
+                             f"then one per step), or rewards T >= 1 rows without frames, got {got}")
+        return T
 
     # ---------------------------------------------------------------------- constructors
     @classmethod
-    def from_rollout(cls, env, key, num_steps: int, policy: Policy | None = None, params=None, *,
+    def from_rollout(cls, env, key, num_steps: int, policy: video.Policy | None = None, params=None, *,
                      title: str | None = None, fps: float = 10, scale: int = 3) -> Viewer:
-        """``num_steps`` steps of ``env`` (a grid game, or a wrapper of one) from a reset:
-        one compiled rollout (:func:`~socialjax.viz.video.record_rollout`, shared with
-        :func:`~socialjax.viz.rollout_frames`) that renders every state and keeps the
-        rewards, actions, dones and events. ``key``, ``policy`` ``(key, obs) -> (N,)``
-        (``None``: random actions) and ``params`` as for ``rollout_frames``; the run is
+        """``num_steps`` steps of ``env`` (any registered game, or a wrapper of one) from a
+        reset, as one compiled rollout. A game that renders (the grid games) gets the frame
+        view (:func:`~socialjax.viz.video.record_rollout`, shared with
+        :func:`~socialjax.viz.rollout_frames`), any other the table view
+        (:func:`~socialjax.viz.video.record_steps`: its per-player and game-level ``info``
+        quantities). ``key``, ``policy`` ``(key, obs) -> actions`` (``None``: random
+        actions) and ``params`` as for ``rollout_frames``; the run is
         :func:`socialjax.rollout.rollout`'s with the same key."""
         if isinstance(num_steps, bool) or not isinstance(num_steps, (int, np.integer)) or num_steps < 1:
             raise ValueError(f"num_steps must be a positive int, got {num_steps!r}")
-        run = record_rollout(env, key, num_steps, policy, params)
+        renders = video.can_render(env)
+        run = (video.record_rollout if renders else video.record_steps)(env, key, num_steps, policy, params)
         acting = "random actions" if policy is None else "a given policy"
-        return cls(run.frames, run.rewards, run.actions, run.dones, run.events,
-                   action_names=tuple(getattr(env, "action_names", ())),
+        return cls(run.frames, run.rewards, run.actions, run.dones, run.events, action_names=_action_names(env),
                    title=title or f"{getattr(env, 'name', type(env).__name__)}: {num_steps} steps, {acting}",
-                   fps=fps, scale=scale)
+                   fps=fps, scale=scale, colours=_key_colours(env, renders), values=run.values)
 
     @classmethod
     def from_playback(cls, playback, env, *, title: str | None = None, fps: float = 10,
                       scale: int = 3) -> Viewer:
         """A trained population's game: ``playback``, the ``Playback`` that
-        :func:`socialjax.train.play` returns with ``render=True`` (viz sits below train, so
-        it is not imported here), ``env`` its environment (``train.env``, for the action
-        names). Rows are labelled by seat and member, e.g. ``"seat 0 (learner 1)"``."""
-        if playback.frames is None:
+        :func:`socialjax.train.play` returns (viz sits below train, so it is not imported
+        here; a grid game's with ``render=True``), ``env`` its environment (``train.env``,
+        for the action names and colours). A game that does not render gets the table
+        view of the recorded events. Rows are labelled by seat and member, e.g.
+        ``"seat 0 (learner 1)"``."""
+        renders = video.can_render(env)
+        if playback.frames is None and renders:
             raise ValueError("the playback has no frames: play it with render=True")
         num_seats = playback.rewards.shape[-1]
         players = tuple(f"seat {i} ({m})" for i, m in enumerate(playback.members)) or tuple(
             f"seat {i}" for i in range(num_seats))
         name = getattr(env, "name", type(env).__name__)
-        return cls(playback.frames, playback.rewards, playback.actions, playback.dones, playback.events,
-                   action_names=tuple(getattr(env, "action_names", ())), players=players,
-                   title=title or f"{name}: trained population, {len(playback.dones)} steps", fps=fps, scale=scale)
+        return cls(playback.frames if renders else None, playback.rewards, playback.actions, playback.dones,
+                   playback.events, action_names=_action_names(env), players=players,
+                   title=title or f"{name}: trained population, {len(playback.dones)} steps", fps=fps, scale=scale,
+                   colours=_key_colours(env, renders))
 
     # ---------------------------------------------------------------------- the numbers
     @property
@@ -154,41 +196,68 @@ class Viewer:
                 total = np.zeros_like(total)
         return out
 
-    def _page_data(self, frames: list[str]) -> dict:
+    def _page_data(self, frames: list[str], timeline: dict | None) -> dict:
         """What the page's JavaScript reads (see :func:`viewer_data`), ``frames`` the base64 PNGs."""
         return {
-            "frames": frames,
-            "players": list(self.players),
-            "action_names": list(self.action_names),
-            "actions": self.actions.tolist(),
-            "rewards": _numbers(self.rewards),
-            "returns": _numbers(self.returns),
+            "frames": frames, "players": list(self.players), "action_names": list(self.action_names),
+            "colours": None if self.colours is None else [_hex(c) for c in self.colours],
+            "actions": _numbers(self.actions), "rewards": _numbers(self.rewards), "returns": _numbers(self.returns),
             "dones": self.dones.tolist(),
             "events": {name: _numbers(v) for name, v in self.events.items()},
-            "fps": float(self.fps),
+            "values": {name: _numbers(v) for name, v in self.values.items()},
+            "labels": {name: label(name) for name in [*self.events, *self.values]},
+            "timeline": timeline, "fps": float(self.fps),
         }
 
     # ---------------------------------------------------------------------- HTML
     def _repr_html_(self) -> str:
         """The viewer as an HTML fragment (style, markup, data, script), with a fresh id."""
-        frames = [_png_base64(frame) for frame in self.frames]
-        size, (h, w) = sum(map(len, frames)), self.frames.shape[1:3]
-        if size > MAX_HTML_BYTES:
-            fit = max(1, int(self.num_steps * MAX_HTML_BYTES / size))
+        uid = f"sjv-{uuid.uuid4().hex}"
+        if self.frames is None:
+            frames, (view, timeline) = [], _timeline(self.returns, self.dones, self.colours)
+            what, width = f"{self.num_steps} steps of {len(self.players)} players", TIMELINE_PX[0]
+        else:
+            frames, timeline = [_png_base64(frame) for frame in self.frames], None
+            (h, w), scale = self.frames.shape[1:3], self.scale
+            view = (f'<img class="sjv-frame" width="{w * scale}" height="{h * scale}" alt="frame"'
+                    f' src="data:image/png;base64,{frames[0]}">')
+            what, width = f"{len(frames)} frames of {w}x{h} px", w * scale
+        data = json.dumps(self._page_data(frames, timeline), allow_nan=False).replace("<", "\\u003c")
+        if len(data) > MAX_HTML_BYTES:  # no "</script>" inside: "<" is escaped
+            fit = max(1, int(self.num_steps * MAX_HTML_BYTES / len(data)))
             raise ValueError(
-                f"the viewer would embed {size / 1024**2:.1f} MiB of frames ({len(frames)} frames of {w}x{h} px), "
-                f"more than {MAX_HTML_BYTES / 1024**2:g} MiB: use fewer steps (about {fit} fit). The frames are "
-                "embedded at their rendered size; scale only sets the display size"
-            )
-        data = json.dumps(self._page_data(frames), allow_nan=False).replace("<", "\\u003c")  # no "</script>" inside
-        return _PAGE.substitute(uid=f"sjv-{uuid.uuid4().hex}", marker=MARKER, title=html_text.escape(self.title),
-                                width=w * self.scale, height=h * self.scale, first=frames[0], T=self.num_steps,
-                                fps=f"{self.fps:g}", min_fps=f"{MIN_FPS:g}", max_fps=f"{MAX_FPS:g}", data=data)
+                f"the viewer would embed {len(data) / 1024**2:.1f} MiB of frames and numbers ({what}), more than "
+                f"{MAX_HTML_BYTES / 1024**2:g} MiB: use fewer steps (about {fit} fit). The frames are embedded at "
+                "their rendered size; scale only sets the display size")
+        columns = self._column_widths()
+        return _PAGE.substitute(
+            uid=uid, marker=MARKER, title=html_text.escape(self.title), view=view, view_width=max(width, VIEW_MIN_PX),
+            table_width=sum(columns), cols="".join(f'<col style="width:{c}px">' for c in columns),
+            values_table=_VALUES_TABLE if self.values else "", T=self.num_steps, fps=f"{self.fps:g}",
+            min_fps=f"{video.MIN_FPS:g}", max_fps=f"{video.MAX_FPS:g}", data=data)
+
+    def _column_widths(self) -> list[int]:
+        """The table's column widths in px: player, action, reward, return, then one per
+        event (its head's longest word fits); fixed at load, so that play never reflows them."""
+        player = _clip(30 + CHAR_PX * max(map(len, self.players)), LABEL_PX)
+        return [player, _clip(16 + CHAR_PX * self._action_chars(), ACTION_PX), NUMBER_PX, NUMBER_PX,
+                *[_clip(14 + HEAD_CHAR_PX * max(map(len, label(e).split())), (NUMBER_PX, LABEL_PX[1]))
+                  for e in self.events]]
+
+    def _action_chars(self) -> int:
+        """The most characters an action of this rollout takes as the page writes it."""
+        a, names = self.actions, self.action_names
+        if not np.issubdtype(a.dtype, np.integer):
+            return 7 * (1 if a.ndim == 2 else a.shape[2] + 1)  # "-12.345": the page writes 3 decimals at most
+        if a.ndim == 3:
+            return (max(len(str(int(a.max()))), len(str(int(a.min())))) + 1) * a.shape[2]
+        return max(len(names[i]) if 0 <= i < len(names) else len(str(i)) for i in np.unique(a).tolist())
 
     def html(self) -> str:
         """The standalone page: opens in any browser, needs no kernel and no network."""
-        return (f'<!DOCTYPE html>\n<html lang="en">\n<head><meta charset="utf-8"><title>{html_text.escape(self.title)}'
-                f"</title></head>\n<body>\n{self._repr_html_()}\n</body>\n</html>\n")
+        return (f'<!DOCTYPE html>\n<html lang="en">\n<head><meta charset="utf-8">\n<meta name="viewport" '
+                f'content="width=device-width, initial-scale=1">\n<title>{html_text.escape(self.title)}</title>'
+                f"</head>\n<body>\n{self._repr_html_()}\n</body>\n</html>\n")
 
     def save(self, path: str | os.PathLike) -> Path:
         """Write :meth:`html` to ``path`` (UTF-8). Returns the path."""
@@ -197,26 +266,59 @@ class Viewer:
         return path
 
     def __repr__(self) -> str:
-        h, w = self.frames.shape[1:3]
-        return (f"Viewer({self.title!r}: {self.num_steps} steps, {len(self.players)} players, {w}x{h} px frames, "
+        shown = (f"table view, values {list(self.values)}" if self.frames is None
+                 else "{1}x{0} px frames".format(*self.frames.shape[1:3]))
+        return (f"Viewer({self.title!r}: {self.num_steps} steps, {len(self.players)} players, {shown}, "
                 f"events {list(self.events)})")
 
 
 def viewer_data(page: str) -> list[dict]:
-    """The data of every viewer in an HTML text (a saved page or a notebook cell's
-    ``text/html`` output), in order: ``frames`` (``T + 1`` base64 PNGs), ``players``,
-    ``action_names``, ``actions``, ``rewards``, ``returns`` (:attr:`Viewer.returns`) and,
-    per name, ``events`` (``T x N`` lists), ``dones`` (``T``) and ``fps``."""
+    """The data of every viewer in an HTML text (a saved page or a notebook output), in
+    order: ``frames`` (``T + 1`` base64 PNGs; none in the table view), ``players``,
+    ``colours`` (``"#rrggbb"`` each, or ``None``), ``action_names``, ``actions``, ``rewards``,
+    ``returns`` (:attr:`Viewer.returns`), ``events`` and ``values`` by name, ``labels``
+    (names as shown), ``dones``, ``timeline`` (the table view's step-to-x, else ``None``), ``fps``."""
     return [json.loads(text) for text in re.findall(r'<script type="application/json" class="sjv-data">(.*?)</script>',
                                                    page, flags=re.S)]
 
 
-def _per_player(name: str, values, T: int, N: int | None = None) -> np.ndarray:
-    """``values`` as a finite ``(T, N)`` numpy array (``N`` any when ``None``), else an error."""
-    values = np.asarray(values)
-    if values.ndim != 2 or values.shape[0] != T or (N is not None and values.shape[1] != N):
-        raise ValueError(f"{name} must have shape (T, N) = ({T}, {'N' if N is None else N}) for {T + 1} frames, "
+def label(name: str) -> str:
+    """An ``info`` key as the viewer shows it: ``"coins_collected"`` -> ``"coins collected"``."""
+    return name.replace("_", " ")
+
+
+def _action_names(env) -> tuple[str, ...]:
+    """``env.action_names``, or none (the matrix and institution games name no actions)."""
+    return tuple(getattr(env, "action_names", None) or ())
+
+
+def _key_colours(env, renders: bool) -> np.ndarray | None:
+    """The colour key of ``env``'s players: their sprite colours in a game that renders;
+    in one that does not, the palette while it gives every player a colour of its own."""
+    if not renders and env.num_agents > len(R.AGENT_COLOURS):
+        return None
+    return video.player_colours(env)
+
+
+def _per_player(name: str, values, T: int, N: int | None = None, vectors: bool = False) -> np.ndarray:
+    """``values`` as a finite ``(T, N)`` numpy array (``N`` any when ``None``; with
+    ``vectors``, ``(T, N, K)`` too: the actions of a multi-part action), else an error."""
+    values, also = np.asarray(values), " (or (T, N, K): a vector per player)" if vectors else ""
+    if values.ndim not in ((2, 3) if vectors else (2,)) or values.shape[0] != T or N not in (None, values.shape[1]):
+        raise ValueError(f"{name} must have shape (T, N) = ({T}, {'N' if N is None else N}){also} for {T} steps, "
                          f"got {values.shape}")
+    return _finite(name, values)
+
+
+def _per_step(name: str, values, T: int) -> np.ndarray:
+    """``values`` as a finite ``(T,)`` numpy array, else an error."""
+    if np.shape(values) != (T,):
+        raise ValueError(f"{name} must have shape (T,) = ({T},), got {np.shape(values)}")
+    return _finite(name, np.asarray(values))
+
+
+def _finite(name: str, values: np.ndarray) -> np.ndarray:
+    """``values`` unless they are not numbers or not finite."""
     if not (np.issubdtype(values.dtype, np.number) or values.dtype == bool):
         raise TypeError(f"{name} must be numbers, got dtype {values.dtype}")
     if not np.isfinite(values).all():
@@ -231,6 +333,46 @@ def _numbers(values: np.ndarray) -> list:
     return np.round(values.astype(np.float64), REWARD_DECIMALS).tolist()
 
 
+def _clip(px: float, bounds: tuple[int, int]) -> int:
+    return int(min(max(px, bounds[0]), bounds[1]))
+
+
+def _hex(rgb) -> str:
+    return "#" + "".join(f"{int(c):02x}" for c in rgb)
+
+
+def _timeline(returns: np.ndarray, dones: np.ndarray, colours: np.ndarray | None) -> tuple[str, dict]:
+    """The table view's timeline: an SVG of each player's episode return by step (a
+    line in its colour; without colours, the players' mean in grey), dotted lines at
+    episode ends, a shade over the steps still to come and a cursor at the current step
+    (the page moves both); and the step-to-x mapping the page moves them by."""
+    T = len(returns)
+    (w, h), (left, right, top, bottom) = TIMELINE_PX, TIMELINE_MARGIN
+    series = returns.T if colours is not None else returns.mean(axis=1, keepdims=True).T
+    hexes = [_hex(c) for c in colours] if colours is not None else ["#555555"]
+    lo, hi = min(0.0, float(series.min())), max(0.0, float(series.max()))
+    hi = hi if hi > lo else lo + 1
+    x0, x1, dx = left, w - right, (w - right - left) / T
+    y = lambda v: top + (h - top - bottom) * (hi - v) / (hi - lo)  # noqa: E731
+    svg = [f'<svg class="sjv-timeline" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img" '
+           f'aria-label="episode return by step">',
+           f'<line x1="{x0}" x2="{x1}" y1="{y(0):.1f}" y2="{y(0):.1f}" stroke="#bbb"/>',
+           f'<text x="{x0 - 4}" y="{y(hi) + 4:.1f}" text-anchor="end">{hi:.4g}</text>',
+           f'<text x="{x0 - 4}" y="{y(lo):.1f}" text-anchor="end">{lo:.4g}</text>',
+           f'<text x="{x0}" y="{h - 4}">step 0</text><text x="{x1}" y="{h - 4}" text-anchor="end">{T}</text>']
+    svg += [f'<line x1="{x0 + dx * (t + 1):.1f}" x2="{x0 + dx * (t + 1):.1f}" y1="{top}" y2="{h - bottom}" '
+             'stroke="#ccc" stroke-dasharray="2 3"/>' for t in np.flatnonzero(dones)]
+    for line, colour in zip(series, hexes):
+        points = " ".join(f"{x0 + dx * t:.1f},{y(v):.1f}" for t, v in enumerate([0.0, *line.tolist()]))
+        svg.append(f'<polyline points="{points}" fill="none" stroke="{colour}" stroke-width="1.5"/>')
+    svg += [f'<rect class="sjv-future" x="{x0}" y="0" width="{x1 - x0}" height="{h - bottom}" fill="#fff" '
+            'fill-opacity="0.75"/>',
+            f'<line class="sjv-cursor" x1="{x0}" x2="{x0}" y1="{top}" y2="{h - bottom}" stroke="#222"/>', "</svg>"]
+    caption = ("episode return by step, a line per player in its colour" if colours is not None
+               else f"mean episode return of the {returns.shape[1]} players")
+    return f'<div class="sjv-caption">{caption}</div>\n' + "\n".join(svg), {"x0": x0, "x1": x1, "dx": dx}
+
+
 def _png_base64(frame: np.ndarray) -> str:
     """An ``(H, W, 3) uint8`` frame as base64 PNG text."""
     from PIL import Image  # on call: viz is imported by `import socialjax`, and Pillow only serves exports
@@ -240,35 +382,46 @@ def _png_base64(frame: np.ndarray) -> str:
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
+# The table view's game-level quantities of the step: a name and a value per row (filled by the page)
+_VALUES_TABLE = (f'<table style="width:{sum(VALUE_PX)}px"><colgroup><col style="width:{VALUE_PX[0]}px">'
+                 f'<col style="width:{VALUE_PX[1]}px"></colgroup><tbody class="sjv-values"></tbody></table>')
+
 # One viewer: $uid is fresh for every rendering; the script finds its elements inside it.
 _PAGE = Template("""\
-<div class="$marker" id="$uid">
+<div class="$marker" id="$uid" tabindex="0" data-lm-suppress-shortcuts="true">
 <style>
-.$marker{font:13px/1.4 system-ui,sans-serif;color:#222;margin:4px 0}
-.$marker .sjv-main{display:flex;gap:16px;align-items:flex-start;flex-wrap:wrap}
-.$marker img{image-rendering:pixelated;image-rendering:crisp-edges;display:block;max-width:none}
+.$marker{font:13px/1.4 system-ui,sans-serif;color:#222;margin:4px 0;font-variant-numeric:tabular-nums}
+.$marker:focus-visible{outline:2px solid #6a9bd8;outline-offset:2px} .$marker .sjv-play{width:4.5em}
+.$marker .sjv-main{display:flex;gap:16px;align-items:flex-start;flex-wrap:wrap} .$marker .sjv-zero{color:#bbb}
+.$marker .sjv-view,.$marker .sjv-side{flex:0 0 auto;max-width:100%} .$marker .sjv-side{max-height:80vh;overflow:auto}
+.$marker img,.$marker svg{display:block;max-width:100%;height:auto} .$marker svg text{font-size:11px;fill:#666}
+.$marker img{image-rendering:pixelated;image-rendering:crisp-edges} .$marker .sjv-slider{flex:1 1 auto;min-width:60px}
 .$marker .sjv-controls{display:flex;gap:6px;align-items:center;margin-top:6px}
-.$marker table{border-collapse:collapse}
-.$marker th,.$marker td{padding:2px 8px;text-align:right;border-bottom:1px solid #ddd}
-.$marker th:first-child,.$marker td:first-child{text-align:left}
-.$marker .sjv-zero{color:#bbb}
-.$marker .sjv-ended{color:#b00;font-weight:600;margin-left:8px}
+.$marker table{border-collapse:collapse;table-layout:fixed} .$marker .sjv-status{min-height:5.6em}
+.$marker th,.$marker td{padding:2px 6px;text-align:right;border-bottom:1px solid #ddd;white-space:nowrap;
+overflow:hidden;text-overflow:ellipsis} .$marker th{white-space:normal;vertical-align:bottom}
+.$marker th:first-child,.$marker td:first-child{text-align:left} .$marker .sjv-ended{color:#b00;font-weight:600}
+.$marker .sjv-swatch::before{content:"";display:inline-block;width:10px;height:10px;margin-right:6px;
+background:var(--c);border:1px solid rgba(0,0,0,.45);vertical-align:-1px}
+.$marker .sjv-keys,.$marker .sjv-caption{color:#777;font-size:12px}
 </style>
 <div><b>$title</b></div>
 <div class="sjv-main">
-<div>
-<img class="sjv-frame" width="$width" height="$height" alt="frame" src="data:image/png;base64,$first">
-<div class="sjv-controls">
-<button class="sjv-back" title="step back">&#9664;</button>
-<button class="sjv-play">play</button>
-<button class="sjv-forward" title="step forward">&#9654;</button>
-<input class="sjv-slider" type="range" min="0" max="$T" value="0" style="flex:1">
+<div class="sjv-view" style="width:${view_width}px">
+$view
+<div class="sjv-controls"><button class="sjv-back" title="step back (left arrow)">&#9664;</button>
+<button class="sjv-play" title="play / pause (space)">play</button>
+<button class="sjv-forward" title="step forward (right arrow)">&#9654;</button>
+<input class="sjv-slider" type="range" min="0" max="$T" value="0" aria-label="step">
 <label>fps <input class="sjv-fps" type="number" min="$min_fps" max="$max_fps" step="any" value="$fps"
- style="width:4em"></label>
+ style="width:4em"></label></div>
+<div class="sjv-status"><div class="sjv-step"></div><div class="sjv-ended"></div>
+<div class="sjv-keys">keys (click the viewer first): space play / pause, &#8592; &#8594; step</div></div>
+$values_table
 </div>
-<div><span class="sjv-step"></span><span class="sjv-ended"></span></div>
-</div>
-<table><thead><tr class="sjv-head"></tr></thead><tbody class="sjv-rows"></tbody></table>
+<div class="sjv-side" style="width:${table_width}px">
+<table style="width:${table_width}px"><colgroup>$cols</colgroup>
+<thead><tr class="sjv-head"></tr></thead><tbody class="sjv-rows"></tbody></table></div>
 </div>
 <script type="application/json" class="sjv-data">$data</script>
 <script>
@@ -276,26 +429,40 @@ _PAGE = Template("""\
   var root = document.getElementById("$uid");
   var q = function (name) { return root.querySelector(".sjv-" + name); };
   var d = JSON.parse(q("data").textContent);
-  var T = d.rewards.length, events = Object.keys(d.events), t = 0, timer = null;
-  var img = q("frame"), slider = q("slider"), speed = q("fps"), play = q("play");
-  var head = ["player", "action", "reward", "episode return"].concat(events);
-  head.forEach(function (h) { q("head").appendChild(document.createElement("th")).textContent = h; });
-  var cells = d.players.map(function (player) {
-    var tr = q("rows").insertRow();
-    return head.map(function (_, j) { var td = tr.insertCell(); if (j === 0) td.textContent = player; return td; });
+  var T = d.rewards.length, events = Object.keys(d.events), values = Object.keys(d.values), t = 0, timer = null;
+  var img = q("frame"), slider = q("slider"), speed = q("fps"), play = q("play"), line = d.timeline;
+  var label = function (name) { return d.labels[name] || name; };
+  ["player", "action", "reward", "episode return"].concat(events.map(label)).forEach(function (h) {
+    q("head").appendChild(document.createElement("th")).textContent = h;
   });
+  var cells = d.players.map(function (player, i) {  // the colour key: a swatch before the label
+    var tr = q("rows").insertRow(), row = [];
+    for (var j = 0; j < 4 + events.length; j++) row.push(tr.insertCell());
+    row[0].textContent = player;
+    if (d.colours) { row[0].className = "sjv-swatch"; row[0].style.setProperty("--c", d.colours[i]); }
+    return row;
+  });
+  var shown = values.map(function (name) {  // the table view's game-level quantities
+    var tr = q("values").insertRow(); tr.insertCell().textContent = label(name); return tr.insertCell(); });
   function num(x) { return x === Math.round(x) ? String(x) : String(Number(x.toFixed(3))); }
+  function act(a) {  // a vector, a named action, or a number
+    if (Array.isArray(a)) return a.map(num).join(" ");
+    return a === Math.round(a) && a >= 0 && a < d.action_names.length ? d.action_names[a] : num(a);
+  }
   function show(k) {
     t = Math.max(0, Math.min(T, k));
     var s = t - 1;  // the step that led to frame t (none before frame 1)
-    img.src = "data:image/png;base64," + d.frames[t];
+    if (d.frames.length) img.src = "data:image/png;base64," + d.frames[t];
+    if (line) {  // the timeline's cursor and the shade over the steps to come
+      var x = line.x0 + line.dx * t;
+      q("cursor").setAttribute("x1", x); q("cursor").setAttribute("x2", x);
+      q("future").setAttribute("x", x); q("future").setAttribute("width", Math.max(0, line.x1 - x));
+    }
     slider.value = t;
     q("step").textContent = "step " + t + " / " + T + (t === 0 ? " (reset)" : "");
-    q("ended").textContent = s >= 0 && d.dones[s] ? "episode ended (the frame shows the next episode's start)" : "";
+    q("ended").textContent = s >= 0 && d.dones[s] ? "episode ended (the next step starts a new one)" : "";
     cells.forEach(function (row, i) {
-      var a = s < 0 ? null : d.actions[s][i];
-      row[1].textContent = a === null ? "" : (a < d.action_names.length ? d.action_names[a] : String(a));
-      row[2].textContent = s < 0 ? "" : num(d.rewards[s][i]);
+      row[1].textContent = s < 0 ? "" : act(d.actions[s][i]); row[2].textContent = s < 0 ? "" : num(d.rewards[s][i]);
       row[3].textContent = s < 0 ? "0" : num(d.returns[s][i]);
       events.forEach(function (e, j) {
         var v = s < 0 ? 0 : d.events[e][s][i];
@@ -303,19 +470,30 @@ _PAGE = Template("""\
         row[4 + j].className = v ? "" : "sjv-zero";
       });
     });
+    shown.forEach(function (cell, j) { cell.textContent = s < 0 ? "" : num(d.values[values[j]][s]); });
   }
   function rate() { var f = parseFloat(speed.value); return f > 0 ? Math.min(f, $max_fps) : d.fps; }
   function stop() { clearTimeout(timer); timer = null; play.textContent = "play"; }
   function tick() { if (t >= T) { stop(); return; } show(t + 1); timer = setTimeout(tick, 1000 / rate()); }
-  play.onclick = function () {
+  function toggle() {
     if (timer) { stop(); return; }
     if (t >= T) show(0);
-    play.textContent = "pause";
-    timer = setTimeout(tick, 1000 / rate());
-  };
-  q("back").onclick = function () { stop(); show(t - 1); };
-  q("forward").onclick = function () { stop(); show(t + 1); };
-  slider.oninput = function () { stop(); show(parseInt(slider.value, 10)); };
+    play.textContent = "pause"; timer = setTimeout(tick, 1000 / rate()); }
+  function go(k) { stop(); show(k); }
+  function focus() { root.focus({preventScroll: true}); }  // after a click, the keys work at once
+  play.onclick = function () { toggle(); focus(); };
+  q("back").onclick = function () { go(t - 1); focus(); };
+  q("forward").onclick = function () { go(t + 1); focus(); };
+  slider.oninput = function () { go(parseInt(slider.value, 10)); };
+  var keys = {" ": toggle, ArrowLeft: function () { go(t - 1); }, ArrowRight: function () { go(t + 1); },
+              Home: function () { go(0); }, End: function () { go(T); }};
+  root.addEventListener("keydown", function (e) {
+    var tag = String((e.target && e.target.tagName) || "").toUpperCase(), own = keys[e.key];
+    if (!own || e.ctrlKey || e.metaKey || e.altKey || tag === "TEXTAREA" || tag === "SELECT") return;
+    if (tag === "INPUT" && !(e.target.type === "range" && e.key === " ")) return;  // the inputs keep their keys
+    if (tag === "BUTTON" && e.key === " ") return;  // a focused button clicks itself
+    e.preventDefault(); own();
+  });
   show(0);
 })();
 </script>

@@ -98,7 +98,9 @@ class GridEnv(Environment):
     params_cls = GridParams
     action_table: np.ndarray = C.MELTINGPOT_ACTIONS
     action_names: tuple[str, ...] = C.MELTINGPOT_ACTION_NAMES
-    event_keys = ("apples_eaten", "zaps_fired", "times_zapped", "cells_cleaned")
+    #: the engine's events every game on it can produce; a game with a clean beam adds
+    #: ``cells_cleaned``, one whose eating is not of apples declares its own
+    event_keys = ("apples_eaten", "zaps_fired", "times_zapped")
     #: Melting Pot grows apples (and dirt) under standing agents; the original SSD code
     #: does not spawn anything on a cell an agent occupies
     spawn_under_agents: bool = True
