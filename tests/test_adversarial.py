@@ -60,7 +60,7 @@ from socialjax.train.config import TrainConfig
 from socialjax.train.listeners import Listeners, RunSet
 from socialjax.train.presets import PRESETS, get_preset
 from socialjax.train.spec import JOB_KINDS, JobSpec
-from socialjax.viz import video, viewer
+from socialjax.viz import video
 
 # the modules whose work the CLI inputs stop at (socialjax.train.run is also a function's name)
 run_module = importlib.import_module("socialjax.train.run")
@@ -504,7 +504,8 @@ def work_sentinels(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(cli.evaluate, "play", start)
     mp.setattr(cli.render, "play", start)
     mp.setattr(video, "rollout_frames", start)
-    mp.setattr(viewer, "record_rollout", start)  # `render --out x.html`: the viewer's rollout
+    mp.setattr(video, "record_rollout", start)  # `render --out x.html`: the viewer's rollout (frames)
+    mp.setattr(video, "record_steps", start)  # and a game without frames (the table view)
     mp.setattr(cli.reproduce, "reproduce", start)
     mp.setattr(bench_module, "measure", start)
     mp.setattr(compilation, "clear_cache", start)  # the test run's own compilation cache stays
