@@ -23,7 +23,7 @@ from flax import struct
 
 from socialjax.core.environment import Environment
 from socialjax.core.params import EnvParams
-from socialjax.core.spaces import Discrete, Space
+from socialjax.core.spaces import Box, Dict, Discrete, Space
 
 
 class Wrapper:
@@ -135,8 +135,100 @@ class EpisodeStats(Wrapper):
 
 
 # --------------------------------------------------------------------------- JaxMARL
+OBS_FORMATS = ("flat", "image", "dict")
+IMAGE_KEYS = ("grid", "rgb")  # a grid game's view: cell codes (one-hot in an image) or RGB pixels
+
+
+def _leaf_bounds(space: Space, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(low, high)`` float32 arrays of ``space.shape`` for a ``Box`` or ``Discrete`` leaf."""
+    if isinstance(space, Box):
+        return np.asarray(space.low, np.float32), np.asarray(space.high, np.float32)
+    if isinstance(space, Discrete):
+        return np.zeros((), np.float32), np.full((), space.n - 1, np.float32)
+    raise TypeError(f"observation entry {name!r}: a flat or image observation needs Box or Discrete entries, "
+                    f"got {space}")
+
+
+class ObservationFormat:
+    """How :class:`JaxMARLAdapter` hands each agent its observation, and that observation's
+    space (``space``, per agent). Called on the agent-stacked observation ``(N, ...)``.
+
+    - ``"flat"``: one vector ``(D,)``, what JaxMARL's MLP and RNN baselines build their
+      networks from (``observation_space(agent).shape[0]``). A ``Box`` observation of rank
+      0 or 1 is already flat and passes unchanged; a ``Box`` of higher rank is reshaped
+      (same dtype); a ``Dict`` (a grid game's ``{"grid", "ready_to_zap", ...}``) becomes
+      float32, its entries flattened and concatenated in name order (``grid`` codes as
+      numbers, then e.g. ``inventory``, then ``ready_to_zap``), with the entries' bounds.
+    - ``"image"``: ``(H, W, C)`` float32 for a CNN baseline (JaxMARL's Overcooked CNN): a
+      grid game's ``grid`` codes one-hot over the ``high + 1`` codes of its space (a code
+      names a thing, it is not a brightness), or its ``rgb`` pixels (``obs_mode="rgb"``)
+      as 0..255, then each other entry (name order) as constant channels, one per number.
+    - ``"dict"``: the environment's own observation and space (the structured ``Dict``).
+    """
+
+    def __init__(self, kind: str, space: Space, num_agents: int, env_name: str):
+        if kind not in OBS_FORMATS:
+            raise ValueError(f"{env_name}: obs_format must be one of {OBS_FORMATS}, got {kind!r}")
+        self.kind, self.env_space, self.num_agents = kind, space, num_agents
+        entries = space.spaces if isinstance(space, Dict) else {}
+        self.view_key = next((k for k in IMAGE_KEYS if k in entries), None)
+        if kind == "image" and self.view_key is None:
+            raise ValueError(f"{env_name}: obs_format='image' needs a grid game's observation (a Dict with one of "
+                             f"{IMAGE_KEYS}), got {space}; use 'flat'")
+        self.others = sorted(k for k in entries if k != self.view_key)
+        self.num_codes = 0  # the one-hot width of a grid's codes ("image"), set by _image_space
+        self.space = {"flat": self._flat_space, "image": self._image_space, "dict": lambda: space}[kind]()
+
+    def _flat_space(self) -> Space:
+        space = self.env_space
+        if isinstance(space, Box):
+            if len(space.shape) <= 1:
+                return space
+            return Box(space.low.reshape(-1), space.high.reshape(-1), (int(np.prod(space.shape)),), space.dtype)
+        if not isinstance(space, Dict):
+            raise TypeError(f"obs_format='flat' needs a Box or Dict observation space, got {space}")
+        bounds = [_leaf_bounds(space.spaces[k], k) for k in sorted(space.spaces)]
+        low = np.concatenate([lo.reshape(-1) for lo, _ in bounds])
+        high = np.concatenate([hi.reshape(-1) for _, hi in bounds])
+        return Box(low, high, low.shape, jnp.float32)
+
+    def _image_space(self) -> Box:
+        view = self.env_space.spaces[self.view_key]
+        height, width = view.shape[:2]
+        if self.view_key == "grid":
+            self.num_codes = int(np.max(view.high)) + 1
+            low, high = np.zeros(self.num_codes, np.float32), np.ones(self.num_codes, np.float32)
+        else:
+            low, high = (np.asarray(b, np.float32)[0, 0] for b in (view.low, view.high))
+        bounds = [_leaf_bounds(self.env_space.spaces[k], k) for k in self.others]
+        low = np.concatenate([low] + [lo.reshape(-1) for lo, _ in bounds])
+        high = np.concatenate([high] + [hi.reshape(-1) for _, hi in bounds])
+        shape = (height, width, low.size)
+        return Box(np.broadcast_to(low, shape), np.broadcast_to(high, shape), shape, jnp.float32)
+
+    def __call__(self, obs: Any) -> Any:
+        """``(N, ...)`` observation of every agent -> ``(N, *space.shape)`` (or as it is)."""
+        n = self.num_agents
+        if self.kind == "dict" or self.space is self.env_space:
+            return obs
+        if self.kind == "flat" and not isinstance(obs, dict):
+            return jnp.reshape(obs, (n, -1))
+        if self.kind == "flat":
+            return jnp.concatenate([jnp.reshape(obs[k], (n, -1)).astype(jnp.float32) for k in sorted(obs)], axis=-1)
+        view = obs[self.view_key]
+        if self.view_key == "grid":
+            view = jax.nn.one_hot(view, self.num_codes, dtype=jnp.float32)
+        view = view.astype(jnp.float32)
+        cells = view.shape[:3]
+        extras = [jnp.broadcast_to(jnp.reshape(obs[k], (n, 1, 1, -1)), cells + (int(np.prod(jnp.shape(obs[k])[1:])),))
+                  for k in self.others]
+        return jnp.concatenate([view] + [e.astype(jnp.float32) for e in extras], axis=-1)
+
+
 class JaxMARLAdapter(Wrapper):
-    """JaxMARL's ``MultiAgentEnv`` API over a socialjax environment.
+    """JaxMARL's ``MultiAgentEnv`` API over a socialjax environment, so that JaxMARL's
+    baselines (``baselines/IPPO/ippo_ff_mpe.py``, ``ippo_rnn.py`` ...) and its wrappers
+    (``jaxmarl.wrappers.baselines.LogWrapper`` ...) run on it unchanged.
 
     Agents are named ``"agent_0" ... "agent_{N-1}"`` in the order of the agent axis.
     The params are those given at construction (``env.default_params`` when ``None``;
@@ -144,25 +236,40 @@ class JaxMARLAdapter(Wrapper):
 
         obs, state = env.reset(key)                        # obs: {agent: (*obs_shape)}
         obs, state, rewards, dones, infos = env.step(key, state, actions)
-        # actions: {agent: (*action_shape)}, stacked along the agent axis
+        # actions: {agent: (*action_shape)} or {agent: (*action_shape, 1)}
         # rewards: {agent: () float32}; dones: {agent: () bool, "__all__": () bool}
+
+    Actions: each agent's action has the action space's shape, or that shape with a
+    trailing axis of 1 (JaxMARL's baselines hand each agent an action of shape ``(1,)``:
+    their ``unbatchify`` reshapes to ``(num_agents, num_envs, -1)``), which is dropped.
+
+    Observations (``obs_format``, :class:`ObservationFormat`): ``"flat"`` (the default)
+    gives every agent one vector ``(D,)`` and a ``Box`` space with a ``.shape``, so that
+    ``jnp.zeros(env.observation_space(agent).shape)`` and ``.shape[0]`` work as in
+    JaxMARL's MLP and RNN baselines (the matrix and institution games' ``Box``
+    observations pass unchanged; a grid game's ``Dict`` is flattened); ``"image"`` gives a
+    grid game's view as ``(H, W, C)`` float32 for CNN baselines; ``"dict"`` keeps the
+    environment's structured observation. ``global_observation`` is the game's own.
 
     ``step`` auto-resets like JaxMARL's. ``infos`` holds the per-agent scalars of the
     environment's ``info``, each of shape ``(N,)`` as JaxMARL's baselines expect (they
     reshape every info leaf to ``(num_envs * N,)``): a per-environment scalar
     (``terminated``, ``truncated``, ...) is broadcast to ``(N,)`` and an ``(N,)`` leaf
-    is kept. Leaves of any other shape (``final_obs`` ``(N, *obs_shape)``, a donor
-    game's ``(G, N)`` table ...) would break that reshape and are left out, unless
-    ``full_info=True``, which passes them through unchanged.
+    is kept. No value is a dict: a dict-valued entry is split into ``"name/key"``
+    entries (``final_obs`` is first put in ``obs_format``). Leaves of any other shape
+    (``final_obs`` ``(N, *obs_shape)``, a donor game's ``(G, N)`` table ...) would break
+    that reshape and are left out, unless ``full_info=True``, which passes them through.
 
-    Differences from JaxMARL: ``step`` has no ``reset_state`` argument (socialjax
-    environments reset from a key), and nothing is jitted here: jit the caller, as
-    every training loop does.
+    Differences from JaxMARL: ``step`` takes no ``reset_state`` (socialjax environments
+    reset from a key; passing one raises), and nothing is jitted here: jit the caller,
+    as every training loop does (JaxMARL's ``LogWrapper`` jits its own methods).
     """
 
-    def __init__(self, env: Environment | Wrapper, params: EnvParams | None = None, full_info: bool = False):
+    def __init__(self, env: Environment | Wrapper, params: EnvParams | None = None, full_info: bool = False,
+                 obs_format: str = "flat"):
         super().__init__(env)
         self.full_info = bool(full_info)
+        self.obs_format = obs_format
         self.num_agents: int = env.num_agents
         self.agents: list[str] = list(env.agents)
         self._set_params(params)
@@ -170,9 +277,9 @@ class JaxMARLAdapter(Wrapper):
     def _set_params(self, params: EnvParams | None) -> None:
         """Validate ``params`` (``None``: the env's defaults) and derive the spaces."""
         self.params = self._env._resolve_params(params)
-        self.observation_spaces: dict[str, Space] = {
-            agent: self._env.observation_space(self.params) for agent in self.agents
-        }
+        self.format = ObservationFormat(self.obs_format, self._env.observation_space(self.params),
+                                        self.num_agents, self._env.name)
+        self.observation_spaces: dict[str, Space] = {agent: self.format.space for agent in self.agents}
         self.action_spaces: dict[str, Space] = {
             agent: self._env.action_space(self.params) for agent in self.agents
         }
@@ -194,18 +301,20 @@ class JaxMARLAdapter(Wrapper):
 
     def reset(self, key: jax.Array) -> tuple[dict[str, Any], Any]:
         obs, state = self._env.reset(key, self.params)
-        return self.unstack(obs), state
+        return self.unstack(self.format(obs)), state
 
     def step(
-        self, key: jax.Array, state: Any, actions: dict[str, Any]
+        self, key: jax.Array, state: Any, actions: dict[str, Any], reset_state: Any = None
     ) -> tuple[dict[str, Any], Any, dict[str, jax.Array], dict[str, jax.Array], dict[str, jax.Array]]:
+        if reset_state is not None:
+            raise ValueError(f"{self.name}: reset_state is not supported: socialjax environments reset from a key")
         obs, state, reward, done, info = self._env.step(key, state, self.stack(actions), self.params)
         dones = {agent: done for agent in self.agents}
         dones["__all__"] = done
-        return self.unstack(obs), state, self.unstack(reward), dones, self.per_agent_info(info)
+        return self.unstack(self.format(obs)), state, self.unstack(reward), dones, self.per_agent_info(info)
 
     def observation_space(self, agent: str | None = None) -> Space:
-        """The space of one agent's observation (all agents share it)."""
+        """The space of one agent's observation in ``obs_format`` (all agents share it)."""
         return self.observation_spaces[self._agent(agent)]
 
     def action_space(self, agent: str | None = None) -> Space:
@@ -230,8 +339,10 @@ class JaxMARLAdapter(Wrapper):
 
     # -------------------------------------------------------------- conversions
     def stack(self, actions: dict[str, Any]) -> jax.Array:
-        """``{agent: (*action_shape)}`` -> ``(N, *action_shape)`` in agent order (numpy where
-        every value is a host value, else a JAX array)."""
+        """``{agent: (*action_shape)}`` (or ``(*action_shape, 1)``, whose last axis is
+        dropped) -> ``(N, *action_shape)`` in agent order (numpy where every value is a
+        host value, else a JAX array). Other shapes are left for the environment to
+        reject with its own message."""
         if not isinstance(actions, dict):
             raise TypeError(f"{self.name}: actions must be a dict keyed by {self.agents}, got {type(actions).__name__}")
         missing = [a for a in self.agents if a not in actions]
@@ -241,23 +352,30 @@ class JaxMARLAdapter(Wrapper):
                 f"{self.name}: actions must have exactly the keys {self.agents}; "
                 f"missing {missing}, unknown {extra}"
             )
+        shape = tuple(self.action_spaces[self.agents[0]].shape)
         values = [actions[agent] for agent in self.agents]
         if any(isinstance(v, jax.Array) for v in values):
-            return jnp.stack([jnp.asarray(v) for v in values])
+            values = [jnp.asarray(v) for v in values]
+            return jnp.stack([v.reshape(shape) if v.shape == shape + (1,) else v for v in values])
         # host values stay numpy, so that the environment sees a 64-bit action before
         # JAX's cast would wrap it into range (Environment.prepare_actions flags it)
-        return np.stack([np.asarray(v) for v in values])
+        values = [np.asarray(v) for v in values]
+        return np.stack([v.reshape(shape) if v.shape == shape + (1,) else v for v in values])
 
     def unstack(self, tree: Any) -> dict[str, Any]:
         """A pytree whose leaves are ``(N, ...)`` -> ``{agent: tree of (...)}``."""
         return {agent: jax.tree_util.tree_map(lambda x, i=i: x[i], tree) for i, agent in enumerate(self.agents)}
 
     def per_agent_info(self, info: dict[str, Any]) -> dict[str, Any]:
-        """Per-agent ``(N,)`` view of ``info``: scalars broadcast to ``(N,)``, ``(N,)``
-        leaves kept, other shapes left out (kept unchanged when ``full_info``)."""
+        """Per-agent ``(N,)`` view of ``info``: ``final_obs`` in ``obs_format``, every
+        dict-valued entry split into ``"name/key"`` entries, then scalars broadcast to
+        ``(N,)``, ``(N,)`` leaves kept, other shapes left out (kept when ``full_info``)."""
         n = self.num_agents
+        info = dict(info)
+        if "final_obs" in info:
+            info["final_obs"] = self.format(info["final_obs"])
         out = {}
-        for name, value in info.items():
+        for name, value in _split_dicts(info).items():
             shape = jnp.shape(value)
             if shape == ():
                 out[name] = jnp.broadcast_to(value, (n,))
@@ -271,3 +389,14 @@ class JaxMARLAdapter(Wrapper):
         if agent not in self.observation_spaces:
             raise ValueError(f"{self.name}: unknown agent {agent!r}; agents are {self.agents}")
         return agent
+
+
+def _split_dicts(info: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"a": {"b": x}, "c": y}`` -> ``{"a/b": x, "c": y}``: array values only, any depth."""
+    out = {}
+    for name, value in info.items():
+        if isinstance(value, dict):
+            out.update(_split_dicts(value, f"{prefix}{name}/"))
+        else:
+            out[prefix + name] = value
+    return out
