@@ -520,9 +520,10 @@ def test_the_table_view_of_vector_and_continuous_actions():
     assert viewer_data(page)[0]["actions"][0][0] == [0, 0, 0, 0] and viewer_data(page)[0]["colours"] is None
     donor = Viewer.from_rollout(sj.make("donor_game"), KEY, 2)
     assert donor.actions.dtype == np.float32 and donor.colours is not None and "is_donor" in donor.events
-    assert Viewer.from_playback(sj.train.Playback(row=np.arange(12), rewards=donor.rewards, actions=donor.actions,
-                                                  dones=donor.dones, frames=None, events=donor.events),
-                                sj.make("donor_game")).frames is None  # a trained population's table view
+    played = Viewer.from_playback(sj.train.Playback(row=np.arange(12), rewards=donor.rewards, actions=donor.actions,
+                                                    dones=donor.dones, frames=None, events=donor.events,
+                                                    values=donor.values), sj.make("donor_game"))
+    assert played.frames is None and set(played.values) == {"game", "game_over"}  # a trained population's table
 
 
 @pytest.mark.slow

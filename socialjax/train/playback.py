@@ -27,7 +27,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from socialjax.train import seated
-from socialjax.viz.video import _render, can_render, in_event_order, player_events
+from socialjax.viz.video import (
+    BOOKKEEPING,
+    _render,
+    can_render,
+    game_quantities,
+    in_event_order,
+    in_table_order,
+    player_events,
+)
 
 
 @dataclasses.dataclass
@@ -35,9 +43,12 @@ class Playback:
     """What :func:`play` returns (numpy arrays): ``rewards`` ``(T, N)``, ``actions``
     ``(T, N)``, ``dones`` ``(T,)``, and ``frames`` ``(T + 1, 8 H, 8 W, 3) uint8`` (the
     reset state, then the state after each step) when rendered, else ``None``;
-    ``events`` ``{name: (T, N)}``: the environment's ``event_keys`` its ``info`` carries
-    per seat; ``members``: the member in each seat, ``"learner 0"`` or a scripted
-    member's name."""
+    ``events`` ``{name: (T, N)}``: per seat, the environment's ``event_keys`` its ``info``
+    carries (a rendered game), or every per-player ``info`` quantity, the ``event_keys``
+    first (a game that does not render: a donor's ``reputation``, a partner choice);
+    ``values`` ``{name: (T,)}``: the game-level ``info`` scalars of a game that does not
+    render (a commons' ``stock``, the ``round``), else empty; ``members``: the member in
+    each seat, ``"learner 0"`` or a scripted member's name."""
 
     row: np.ndarray
     rewards: np.ndarray
@@ -46,6 +57,7 @@ class Playback:
     frames: np.ndarray | None
     events: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
     members: tuple[str, ...] = ()
+    values: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
 
 
 def default_row(train) -> np.ndarray:
@@ -112,18 +124,23 @@ def play(
         )
     if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
         key = jax.random.key(int(key))
-    rewards, actions, dones, events, frames = _play(
+    rewards, actions, dones, quantities, frames = _play(
         train, jax.tree_util.tree_map(jnp.asarray, learners), key, jnp.asarray(row), params, int(num_steps),
         bool(render), bool(greedy),
     )
+    if render:
+        events, values = in_event_order(env, quantities), {}
+    else:
+        events, values = in_table_order(env, *game_quantities(quantities, env.num_agents))
     return Playback(
         row=row,
         rewards=np.asarray(rewards),
         actions=np.asarray(actions),
         dones=np.asarray(dones),
         frames=None if frames is None else np.asarray(frames),
-        events=in_event_order(env, events),
+        events=events,
         members=member_names(train, row),
+        values=values,
     )
 
 
@@ -144,8 +161,9 @@ def _play(train, learners, key, row, params, num_steps: int, render: bool, greed
         games, (raw, actions, done, info) = seated.step(table, seat_states, games, key_act, key_script,
                                                         key_env[None], greedy=greedy)
         frame = _render(env, jax.tree_util.tree_map(lambda x: x[0], games.state)) if render else None
-        events = {k: v[0] for k, v in player_events(env, info, N).items()}
-        return games, (raw[0], actions[0], done[0], events, frame)
+        # a rendered game's events; else every quantity of its info, sorted out after the scan
+        quantities = player_events(env, info, N) if render else {k: v for k, v in info.items() if k not in BOOKKEEPING}
+        return games, (raw[0], actions[0], done[0], {k: v[0] for k, v in quantities.items()}, frame)
 
     games = seated.start(jax.tree_util.tree_map(one, obs), jax.tree_util.tree_map(one, state), N, learner.hidden_size)
     _, (rewards, actions, dones, events, frames) = jax.lax.scan(step, games, jax.random.split(key_run, num_steps))

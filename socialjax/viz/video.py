@@ -107,6 +107,15 @@ def in_event_order(env, events: dict[str, Any]) -> dict[str, np.ndarray]:
     return {k: np.asarray(events[k]) for k in getattr(env, "event_keys", ()) if k in events}
 
 
+def in_table_order(env, per_player: dict[str, Any], values: dict[str, Any]) -> tuple[dict, dict]:
+    """What a table view shows, as numpy arrays: the per-player quantities with the
+    ``event_keys`` first (in their order), then the others by name; the game-level
+    values by name."""
+    declared = in_event_order(env, per_player)
+    rest = {k: np.asarray(v) for k, v in sorted(per_player.items()) if k not in declared}
+    return {**declared, **rest}, {k: np.asarray(v) for k, v in sorted(values.items())}
+
+
 def game_quantities(info: dict, num_agents: int) -> tuple[dict[str, Any], dict[str, Any]]:
     """The game's own quantities in the ``info`` of a rollout (leaves ``(T, ...)``),
     leaving out the :data:`BOOKKEEPING`: the per-player entries ``(T, N)`` and the
@@ -162,9 +171,8 @@ def record_steps(env, key, num_steps: int, policy: Policy | None = None, params=
     key = _check_rollout_args(key, num_steps, policy)
     params = env.resolve_single_params(params)
     run = jax.device_get(_rollout(env, key, params, int(num_steps), policy, frames=False))
-    declared = in_event_order(env, run.events)
-    events = {**declared, **{k: np.asarray(v) for k, v in sorted(run.events.items()) if k not in declared}}
-    return run._replace(events=events, values={k: np.asarray(v) for k, v in sorted(run.values.items())})
+    events, values = in_table_order(env, run.events, run.values)
+    return run._replace(events=events, values=values)
 
 
 def rollout_frames(env, key, num_steps: int, policy: Policy | None = None, params=None) -> np.ndarray:

@@ -119,6 +119,9 @@ def test_scripted_tft_copies_its_co_players_last_move(ipd_tft):
     assert first.sum() == 5
     np.testing.assert_array_equal(tft[first], 0)
     np.testing.assert_array_equal(tft[1:][~first[1:]], learner[:-1][~first[1:]])
+    # a game without frames keeps its info for the viewer's table: per seat, and the game's round
+    np.testing.assert_array_equal(out.events["cooperated"], out.actions == 0)
+    np.testing.assert_array_equal(out.values["round"], np.tile(np.arange(1, IPD_ROUNDS + 1), 5))
 
 
 def test_selection_runs_in_the_loop_on_mean_reward_since_the_last_one(oneshot):
