@@ -11,7 +11,9 @@ exactly as strict as it was and say what is checked elsewhere:
   integer and bool leaves still equal and floating leaves within ``OFF_CPU_RTOL`` /
   ``OFF_CPU_ATOL`` (NaN equals NaN in both);
 - :func:`tol`: a tolerance that is the CPU one on the CPU and a looser one elsewhere;
-- :func:`cpu_only`: a skip marker for what is inherently about the CPU backend.
+- :func:`cpu_only`: a skip marker for what is inherently about the CPU backend;
+- :func:`with_devices`: ``XLA_FLAGS`` for a subprocess with more CPU devices, keeping
+  this process's XLA flags (tests/conftest.py's), so that its programs compile as here.
 
 The test directories are on ``sys.path`` (pytest's default ``prepend`` import mode puts
 ``tests/``, the folder of the root conftest.py, there), so test files anywhere below
@@ -134,3 +136,10 @@ def run_stopped_at(real_run, trained: list, at: int):
         return real_run(env, config, **kwargs)
 
     return run
+
+
+def with_devices(count: int) -> str:
+    """This process's ``XLA_FLAGS`` with ``count`` host CPU devices (for a subprocess
+    whose bits are compared with this process's)."""
+    kept = [f for f in os.environ.get("XLA_FLAGS", "").split() if not f.startswith("--xla_force_host_platform_device")]
+    return " ".join([*kept, f"--xla_force_host_platform_device_count={count}"])

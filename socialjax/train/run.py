@@ -26,7 +26,7 @@ their own, and update ``i`` draws its key from the run's key and ``i`` alone. Ea
 position in the batch.
 
 Bits. Every device compiles exactly the program a single device would, so a run gives
-the same bits on one device or spread over eight (tests/train/test_run.py checks 1 vs 3
+the same bits on one device or spread over eight (tests/train/test_run.py checks 1 vs 2
 of 8 fake CPU devices). Within a device, XLA compiles a vmapped program differently for
 different batch sizes, so float results can differ in their last bits from one batch
 size to another (docs/training.md, "Many runs, many devices", gives the measurements,

@@ -5,7 +5,7 @@ import json
 
 import numpy as np
 import pytest
-from small_runs import check_verdict, quoted, reproduction_fixture, shortened
+from small_runs import check_verdict, optimised, quoted, reproduction_fixture, shortened
 
 from socialjax.reproduce import get_entry, reproduce
 
@@ -43,7 +43,8 @@ def test_advantageous_aversion_raises_cleanups_collective_return_on_untuned_seed
     fines: being ahead of a player one has fined is penalised, so the averse fire less);
     at updates 11-12 the means were -540 vs -1001."""
     entry = shortened(get_entry("inequity-aversion"), "cpu", 12)
-    rep = reproduce(entry, "cpu", seeds=2, base_seed=2000, progress=False)
+    with optimised():  # mostly execution
+        rep = reproduce(entry, "cpu", seeds=2, base_seed=2000, progress=False)
     averse = rep.finals[("cleanup/advantageous", "collective_return")]
     selfish = rep.finals[("cleanup/selfish", "collective_return")]
     assert averse.min() > selfish.max(), (averse, selfish)

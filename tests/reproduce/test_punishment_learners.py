@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from small_runs import check_verdict
+from small_runs import check_verdict, optimised
 
 from socialjax import make
 from socialjax.envs.institutions.public_goods import ENDOWMENT
@@ -101,7 +101,8 @@ def test_the_readme_first_command_reproduces_on_seeds_it_was_not_sized_on(tmp_pa
     """The small scale (the README's first command) on base seed 2000: without punishment the
     contribution falls, with punishment it ends higher, both separated over 8 seeds; the
     figure and the series are written."""
-    rep = reproduce(PUNISHMENT_LEARNERS, "small", base_seed=2000, out=tmp_path / "r", progress=False)
+    with optimised():  # mostly execution
+        rep = reproduce(PUNISHMENT_LEARNERS, "small", base_seed=2000, out=tmp_path / "r", progress=False)
     check_verdict(rep)
     assert rep.verdict == "reproduced", rep.reason
     for punish in (False, True):

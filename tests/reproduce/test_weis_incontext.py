@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from small_runs import check_verdict, reproduction_fixture
+from small_runs import check_verdict, optimised, reproduction_fixture
 
 import socialjax as sj
 from socialjax.reproduce.core import separated
@@ -139,7 +139,8 @@ def test_mixed_pool_learners_cooperate_more_than_learners_alone_on_untuned_seeds
         cond = WEIS_INCONTEXT.condition(name)
         env = sj.make(cond.env["cpu"], **cond.env_options["cpu"])
         config = TrainConfig().replace(**dict(cond.config["cpu"], num_updates=SLOW_UPDATES))
-        result = run(env, config, seeds=SLOW_SEEDS, base_seed=2000, progress=False)
+        with optimised():  # mostly execution
+            result = run(env, config, seeds=SLOW_SEEDS, base_seed=2000, progress=False)
         curve = training_series(result.metrics, name in POOLS)["coop_vs_learner"]  # (S, U)
         finals[name] = np.nanmean(curve[:, -SLOW_UPDATES // 5:], axis=1)
     assert separated(finals[MIXED], finals[ALONE]) == "clear", finals

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from support import with_devices
 from train_configs import IPD_ROUNDS, IPD_TFT, IPD_TFT_SEEDS
 
 import socialjax as sj
@@ -70,7 +71,7 @@ def base_env(devices: int) -> dict[str, str]:
     socialjax first on the path, no proxy (loopback only; a proxy can hang gRPC)."""
     root = str(Path(sj.__file__).resolve().parents[1])
     env = {k: v for k, v in os.environ.items() if "_proxy" not in k.lower()}
-    env.update(JAX_PLATFORMS="cpu", XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}",
+    env.update(JAX_PLATFORMS="cpu", XLA_FLAGS=with_devices(devices),
                PYTHONPATH=os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])]))
     return env
 

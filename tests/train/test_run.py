@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from support import ON_CPU, assert_same
+from support import ON_CPU, assert_same, with_devices
 from train_configs import IPD_ROUNDS, IPD_TFT, IPD_TFT_SEEDS, ipd_env
 
 import socialjax as sj
@@ -29,8 +29,10 @@ from socialjax.train.run import run_keys
 
 LONE_SEED = 1
 LONE_LR = 3e-3
-SHARDED_SEEDS = 5  # 2 learning rates x 5 seeds = 10 runs in chunks of 4: blocks of 4, 4 and 2 + 2 padding
-CHUNK = 4
+SHARDED_SEEDS = 5  # 2 learning rates x 5 seeds = 10 runs in chunks of 8: blocks of 8 and 2 + 6 padding
+# as wide as the ipd_tft batch (8 runs): bits are promised for the same width only (docs/testing.md); 4 and 8
+# agree bit for bit under XLA's default CPU settings but not with the suite's fusion emitters off
+CHUNK = 8
 
 SHARDED = textwrap.dedent(
     """
@@ -60,12 +62,12 @@ def as_run(result):
 @pytest.fixture(scope="module")
 def sharded(tmp_path_factory):
     """The ``ipd_tft`` grid (lr 3e-3 and 1e30) for seeds 0..4, run in a subprocess with
-    8 fake CPU devices in chunks of 4: 10 runs in blocks of 4 on devices 0, 1 and 2, the
+    8 fake CPU devices in chunks of 8: 10 runs in blocks of 8 on devices 0 and 1, the
     last block padded. A dict with ``metrics``, ``states`` (leaves) and ``seeds``."""
     if jax.default_backend() != "cpu":
         pytest.skip("compares with this process's CPU results")
     path = tmp_path_factory.mktemp("sharded") / "runs.npz"
-    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=8", "JAX_PLATFORMS": "cpu"}
+    env = {**os.environ, "XLA_FLAGS": with_devices(8), "JAX_PLATFORMS": "cpu"}
     code = SHARDED.format(rounds=IPD_ROUNDS, seeds=SHARDED_SEEDS, chunk=CHUNK)
     done = subprocess.run([sys.executable, "-c", code, repr(IPD_TFT), str(path)], env=env, capture_output=True,
                           text=True, timeout=600)
@@ -83,7 +85,7 @@ def sharded(tmp_path_factory):
 @pytest.fixture(scope="module")
 def lone():
     """Seed 1 at lr 3e-3 alone (one seed, one-point grid) on this process's one device,
-    in a chunk of 4 (the run and three copies of it)."""
+    in a chunk of 8 (the run and seven copies of it)."""
     result = sj.train.run(ipd_env(), IPD_TFT.replace(lr=LONE_LR), seeds=[LONE_SEED], progress=False, chunk=CHUNK)
     assert (result.per_device, result.chunk) == (CHUNK, CHUNK)
     return as_run(result)
@@ -101,9 +103,9 @@ def assert_same_run(a, b, index_a, index_b):
 
 @pytest.mark.slow
 def test_a_seed_gives_the_same_bits_alone_on_one_device_or_in_a_batch_over_devices(lone, sharded):
-    """With ``chunk=4``, seed 1 at lr 3e-3 gives bit-identical metrics and trained states
+    """With ``chunk=8``, seed 1 at lr 3e-3 gives bit-identical metrics and trained states
     alone on one device and inside a batch of 10 runs (5 seeds x 2 learning rates, half
-    of them halted on NaN) spread over 3 of 8 devices. Only the real runs come back
+    of them halted on NaN) spread over 2 of 8 devices. Only the real runs come back
     from padded batches."""
     np.testing.assert_array_equal(sharded["seeds"], np.arange(SHARDED_SEEDS))
     for k, v in sharded["metrics"].items():
@@ -120,8 +122,8 @@ def test_a_seed_gives_the_same_bits_alone_on_one_device_or_in_a_batch_over_devic
 def test_a_run_gives_the_same_bits_on_one_device_as_on_several(ipd_tft, sharded):
     """The same bits however many devices a batch is spread over, one device included:
     the ``ipd_tft`` batch (8 runs vmapped together on this process's single device)
-    against the same runs among the 10 spread over 3 devices in chunks of 4 in the
-    subprocess (4 to 8 runs computed together gave the same bits on CPU: run.py)."""
+    against the same runs among the 10 spread over 2 devices in chunks of 8 in the
+    subprocess (the same width: the promise is for the same chunk size)."""
     assert_same_run(as_run(ipd_tft), sharded, (slice(None), slice(0, IPD_TFT_SEEDS)),
                     (slice(None), slice(0, IPD_TFT_SEEDS)))
 
@@ -193,10 +195,10 @@ def test_bad_seeds_are_rejected(seeds):
 
 @pytest.mark.slow
 def test_chunked_runs_give_the_same_bits_in_a_batch_of_64(ipd_tft):
-    """``chunk=4``: 64 runs on one device (2 learning rates x 32 seeds), computed four at
+    """``chunk=8``: 64 runs on one device (2 learning rates x 32 seeds), computed eight at
     a time, give the same bits for seeds 0..3 as the 8-run ``ipd_tft`` batch. (Without
     ``chunk``, a 64-run vmap changed the learners' last bits: measured, see run.py.)"""
-    big = sj.train.run(ipd_env(), IPD_TFT, seeds=32, progress=False, chunk=4)
+    big = sj.train.run(ipd_env(), IPD_TFT, seeds=32, progress=False, chunk=CHUNK)
     assert big.metrics["reward_rate"].shape[:2] == (2, 32)
     small = {"metrics": ipd_tft.metrics, "states": [np.asarray(x) for x in jax.tree_util.tree_leaves(ipd_tft.states)]}
     big = {"metrics": {k: v[:, :IPD_TFT_SEEDS] for k, v in big.metrics.items()},
