@@ -398,8 +398,8 @@ def worker_reproduce(row, tiny: bool, part: str, out: str, **_):
     keep.mkdir(parents=True, exist_ok=True)
     for file in REPRODUCE_FILES:
         shutil.copy(folder / file, keep / file)
-    row({"entry": name, "scale": scale, "seeds": rep.seeds, "seconds": rep.seconds, "verdict": rep.verdict,
-         "reason": rep.reason, "rows": rep.rows})
+    row({"entry": name, "scale": scale, "seeds": rep.seeds, "seconds": rep.timings.total,
+         "timings": rep.timings.to_json(), "verdict": rep.verdict, "reason": rep.reason, "rows": rep.rows})
 
 
 WORKERS: dict[str, Callable] = {

@@ -90,9 +90,10 @@ def main(args: argparse.Namespace) -> int:
     except (OSError, MemoryError) as err:
         line = store.os_error_line(err, "write the results") if isinstance(err, OSError) else str(err)
         parser.exit(1, f"socialjax reproduce {entry.name}: {line}{kept_text(out)}\n")
-    print(f"\n{entry.name} ({args.scale}, {seed_text(rep)}, {rep.seconds:.0f} s): {rep.verdict.upper()}")
+    print(f"\n{entry.name} ({args.scale}, {seed_text(rep)}, {rep.timings.total:.0f} s): {rep.verdict.upper()}")
     print(rep.reason)
-    print(f"criterion: {entry.criterion_text}\n")
+    print(f"criterion: {entry.criterion_text}")
+    print(f"{rep.timings.line()}\n")
     print("published:")
     reported = {row["condition"] for row in rep.rows}
     for ref in entry.references:

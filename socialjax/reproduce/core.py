@@ -58,6 +58,7 @@ from socialjax.reproduce.report import (  # noqa: F401 (re-exported)
     write_table,
 )
 from socialjax.reproduce.staging import Staging, kept_text
+from socialjax.reproduce.timings import Timings
 from socialjax.train import Interrupted, TrainConfig, run, runner, save_run, store
 from socialjax.train.config import SWEEPABLE
 from socialjax.train.formats import config_from_dict, config_to_dict
@@ -177,9 +178,54 @@ def _plans(entry: Entry, scale: str, seeds: int, base_seed: int) -> tuple[list, 
 
 def _train_and_judge(entry: Entry, scale: str, seeds: int, base_seed: int, out: Path | None, staging, plans: list,
                      groups: list, computed: list, progress: bool, trackers: dict) -> Reproduction:
-    """:func:`reproduce` once its arguments are checked and its trackers made."""
-    start = time.perf_counter()
-    runs, finals, curves, steps = {}, {}, {}, {}  # runs: condition -> (RunResult, env, TrainConfig)
+    """:func:`reproduce` once its arguments are checked and its trackers made, each phase
+    timed (:class:`~socialjax.reproduce.timings.Timings`)."""
+    timings = Timings()
+    finals, curves, steps = {}, {}, {}
+    with timings.training.measure():
+        runs = _train_populations(entry, scale, seeds, base_seed, staging, groups, progress, trackers, timings)
+    for cond, env, config in plans:
+        result = runs[cond.name][0]
+        steps[cond.name] = np.arange(1, config.num_updates + 1) * config.num_envs * config.rollout_len
+        for m in entry.measures:
+            curve = measure_curve(result.metrics, m, runs[cond.name][1])
+            curves[(cond.name, m.name)] = curve
+            finals[(cond.name, m.name)] = final_values(curve, m.window)
+    with timings.models.measure():
+        model_runs = {cond.name: _model_run(entry, staging, cond.name, spec, trackers, progress)
+                      for cond, spec in computed}
+    for result in model_runs.values():
+        finals.update({k: result.values[k] for k in result.keys})
+        curves.update({k: result.values[k] for k in result.series})
+    if entry.analysis is not None:
+        if progress:
+            print(f"[{entry.name}] analysing" + (" the trained populations" if plans else ""), flush=True)
+        with timings.analysis.measure():
+            extra = entry.analysis.compute(runs, scale, seeds, base_seed)
+        series = tuple(entry.analysis.series.get(scale, ()))
+        missing = set(entry.analysis.keys[scale]).union(series) - set(extra)
+        if missing:
+            raise ValueError(f"{entry.name}: the analysis did not return {sorted(missing)}")
+        finals.update({k: np.asarray(extra[k], np.float64) for k in entry.analysis.keys[scale]})
+        curves.update({k: np.asarray(extra[k], np.float64) for k in series})
+    verdict, reason = entry.criterion(finals)
+    if verdict not in VERDICTS:
+        raise ValueError(f"{entry.name}: criterion returned {verdict!r}, not one of {VERDICTS}")
+    rep = Reproduction(entry, scale, seeds, base_seed, finals, curves, steps, verdict, reason,
+                       table_rows(entry, finals, seeds, scale), timings)
+    if out is not None:
+        _write(rep, out, plans, runs, model_runs)  # closes the timings before its summary
+    else:
+        timings.close()
+    return rep
+
+
+def _train_populations(entry: Entry, scale: str, seeds: int, base_seed: int, staging, groups: list, progress: bool,
+                       trackers: dict, timings: Timings) -> dict:
+    """Every group of conditions trained as one run, or read back from an earlier try:
+    ``{condition: (RunResult, env, TrainConfig)}``; the env steps trained are added to
+    ``timings``."""
+    runs = {}
     for group in groups:
         (cond, env, config), names = group[0], ", ".join(c.name for c, _, _ in group)
         grid = merged_config(group)  # a lone condition's own config
@@ -197,41 +243,13 @@ def _train_and_judge(entry: Entry, scale: str, seeds: int, base_seed: int, out: 
                                                     dict(cond.env_options[scale]), config_to_dict(grid),
                                                     tuple(range(seeds)), base_seed, f"{entry.name}/{names}"),
                             trackers.get(names) or Listeners(), progress, env)
+            timings.env_steps += result.num_runs * grid.num_updates * grid.num_envs * grid.rollout_len
         elif names in trackers:  # trained by an earlier try: its curves streamed as they were then
             replay(result, env, trackers[names], label=names)
         for cond, env, config in group:
             one = result if len(group) == 1 else result.point(grid_index(result, config), config)
             runs[cond.name] = (one, env, config)
-    for cond, env, config in plans:
-        result = runs[cond.name][0]
-        steps[cond.name] = np.arange(1, config.num_updates + 1) * config.num_envs * config.rollout_len
-        for m in entry.measures:
-            curve = measure_curve(result.metrics, m, runs[cond.name][1])
-            curves[(cond.name, m.name)] = curve
-            finals[(cond.name, m.name)] = final_values(curve, m.window)
-    model_runs = {cond.name: _model_run(entry, staging, cond.name, spec, trackers, progress) for cond, spec in computed}
-    for result in model_runs.values():
-        finals.update({k: result.values[k] for k in result.keys})
-        curves.update({k: result.values[k] for k in result.series})
-    if entry.analysis is not None:
-        if progress:
-            print(f"[{entry.name}] analysing" + (" the trained populations" if plans else ""), flush=True)
-        extra = entry.analysis.compute(runs, scale, seeds, base_seed)
-        series = tuple(entry.analysis.series.get(scale, ()))
-        missing = set(entry.analysis.keys[scale]).union(series) - set(extra)
-        if missing:
-            raise ValueError(f"{entry.name}: the analysis did not return {sorted(missing)}")
-        finals.update({k: np.asarray(extra[k], np.float64) for k in entry.analysis.keys[scale]})
-        curves.update({k: np.asarray(extra[k], np.float64) for k in series})
-    verdict, reason = entry.criterion(finals)
-    if verdict not in VERDICTS:
-        raise ValueError(f"{entry.name}: criterion returned {verdict!r}, not one of {VERDICTS}")
-    rows = table_rows(entry, finals, seeds, scale)
-    rep = Reproduction(entry, scale, seeds, base_seed, finals, curves, steps, verdict, reason, rows,
-                       time.perf_counter() - start)
-    if out is not None:
-        _write(rep, out, plans, runs, model_runs)
-    return rep
+    return runs
 
 
 def _model_run(entry: Entry, staging: Staging | None, name: str, spec: JobSpec, trackers: dict,
@@ -279,7 +297,7 @@ def _write(rep: Reproduction, out: Path, plans: list, runs: dict, model_runs: di
     """The reproduction's folder: each condition's run (a population's or a model's),
     the table, the figure, the summary and the JSON record. The folder was checked at
     the start and is held by this job: the finished runs kept in it are replaced."""
-    entry, scale = rep.entry, rep.scale
+    entry, scale, writing_from = rep.entry, rep.scale, time.perf_counter()
 
     def write(tmp: Path) -> None:
         for cond, _, _ in plans:
@@ -289,6 +307,7 @@ def _write(rep: Reproduction, out: Path, plans: list, runs: dict, model_runs: di
             write_model_run(result, result.spec, tmp / name, overwrite=False)
         write_table(rep.rows, tmp / TABLE_FILE)
         (entry.plot or plot_reproduction)(rep, tmp / FIGURE_FILE)
+        rep.timings.close(writing_from)
         (tmp / SUMMARY_FILE).write_text(summary(rep) + "\n")
         (tmp / RESULT_FILE).write_text(json.dumps(to_json(rep), indent=2) + "\n")
 

@@ -18,6 +18,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from socialjax.reproduce.timings import Timings
 from socialjax.train.models import MODELS, Model
 from socialjax.viz.plots import mean_ci95
 
@@ -201,7 +202,7 @@ class Reproduction:
     """What :func:`reproduce` measured: ``finals[(condition, measure)]`` ``(S,)``,
     ``curves[(condition, measure)]`` ``(S, U)`` (and the analysis's ``series``, ``(S,
     X)``), ``steps[condition]`` ``(U,)`` env steps after each update, the verdict and its
-    reason, and the table rows."""
+    reason, the table rows, and where the wall time went."""
 
     entry: Entry
     scale: str
@@ -213,7 +214,7 @@ class Reproduction:
     verdict: str
     reason: str
     rows: list[dict[str, Any]]
-    seconds: float
+    timings: Timings
 
 
 # ------------------------------------------------------------------------------- seeding

@@ -64,7 +64,7 @@ def summary(rep: Reproduction) -> str:
                      f"- {r.source} ({r.how}){'; ' + r.note if r.note and r.value is not None else ''}"
                      for r in e.references)
     return (f"{e.name}: {e.title}\n{e.citation}\n\nscale {rep.scale}, {seed_text(rep)}, "
-            f"{rep.seconds:.0f} s on {platform.machine()} ({platform.system()})\n\n"
+            f"{rep.timings.total:.0f} s on {platform.machine()} ({platform.system()})\n{rep.timings.line()}\n\n"
             f"verdict: {rep.verdict.upper()}: {rep.reason}\ncriterion: {e.criterion_text}\n\n"
             f"{format_table(rep.rows)}\n\npublished values:\n{refs}"
             + (f"\n\nnotes: {e.notes}" if e.notes else ""))
@@ -82,7 +82,8 @@ def to_json(rep: Reproduction) -> dict[str, Any]:
     return {
         "entry": rep.entry.name, "scale": rep.scale, "seeds": rep.seeds, "base_seed": rep.base_seed,
         "verdict": rep.verdict,
-        "reason": rep.reason, "criterion": rep.entry.criterion_text, "seconds": rep.seconds,
+        "reason": rep.reason, "criterion": rep.entry.criterion_text, "seconds": rep.timings.total,
+        "timings": rep.timings.to_json(),
         "rows": [{k: plain(v) for k, v in r.items()} for r in rep.rows],
         "finals": {f"{c}/{m}": [plain(float(v)) for v in vals] for (c, m), vals in rep.finals.items()},
     }

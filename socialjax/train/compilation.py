@@ -46,16 +46,43 @@ import shutil
 import sys
 import warnings
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 import jax
 
 CACHE_VARIABLE = "SOCIALJAX_COMPILATION_CACHE"
+# jax.monitoring's events that together are a program's compile time: tracing to a jaxpr, lowering it
+# to an MLIR module and XLA's compile (or, with the persistent cache, reading the compiled program back)
+COMPILE_EVENTS = frozenset(("/jax/core/compile/jaxpr_trace_duration", "/jax/core/compile/jaxpr_to_mlir_module_duration",
+                            "/jax/core/compile/backend_compile_duration"))
 OFF = ("0", "off", "false", "no", "none")
 # JAX caches only programs that took at least this long to compile, unless the user set it
 MIN_COMPILE_SECONDS_VARIABLE = "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"
 # LLVM's optimisation level for XLA:CPU's training programs (XLA's default is 2); see the module docstring
 CPU_OPTIMIZATION_LEVEL = 1
+
+
+class CompileClock:
+    """The seconds this process spends compiling while the clock is open (``with
+    CompileClock() as clock: ...``, then ``clock.seconds``): every program's tracing,
+    lowering and XLA compile, or its read-back from the persistent cache, as JAX reports
+    them (:data:`COMPILE_EVENTS`). Compiles on other threads of the process count too."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+
+    def _heard(self, event: str, duration: float, **_: Any) -> None:
+        if event in COMPILE_EVENTS:
+            self.seconds += duration
+
+    def __enter__(self) -> CompileClock:
+        jax.monitoring.register_event_duration_secs_listener(self._heard)
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        jax.monitoring.unregister_event_duration_listener(self._heard)
 
 
 def default_cache_dir() -> Path:

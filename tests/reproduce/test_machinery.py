@@ -3,6 +3,7 @@ one run, the entries' declarations and the command's errors. Each entry's small-
 run has its own test file beside this one."""
 
 import dataclasses
+import json
 
 import numpy as np
 import pytest
@@ -290,6 +291,16 @@ def test_a_stopped_reproduction_keeps_its_runs_and_a_rerun_continues_them(tmp_pa
     store.verify(out, kind="reproduction")
     for key, values in whole.finals.items():
         np.testing.assert_array_equal(again.finals[key], values, err_msg=str(key))
+    # where the time went: both runs trained (2 seeds x 2 updates x 2 games x 5 steps each), the
+    # phases inside the total, and the record and summary say so; a run read back adds no env steps
+    t = whole.timings
+    assert t.env_steps == 2 * (2 * 2 * 2 * 5) and again.timings.env_steps == 2 * 2 * 2 * 5
+    assert 0 < t.training.compile_seconds < t.training.seconds
+    assert t.training.seconds + t.writing.seconds <= t.total and t.writing.seconds > 0 and t.host_seconds >= 0
+    assert t.env_steps_per_second == pytest.approx(t.env_steps / t.total)
+    record = json.loads((tmp_path / "whole" / core.RESULT_FILE).read_text())
+    assert record["timings"] == t.to_json() and record["seconds"] == pytest.approx(t.total)
+    assert t.line() in (tmp_path / "whole" / core.SUMMARY_FILE).read_text()
 
 
 def test_conditions_trained_as_one_grid_are_read_back_on_a_rerun(tmp_path, monkeypatch):

@@ -152,3 +152,18 @@ def test_building_the_command_line_compiles_nothing():
                           env={**os.environ, "JAX_LOG_COMPILES": "1"}, capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Compiling" not in done.stderr, done.stderr[-2000:]
+
+
+def test_the_compile_clock_counts_compiling_and_not_running():
+    """A program compiled inside the clock counts; calling it again compiles nothing;
+    the clock stops listening when closed."""
+    fn = jax.jit(lambda x: jax.numpy.tanh(x) * 3.0 + x)
+    x = jax.numpy.arange(6.0)
+    with compilation.CompileClock() as first:
+        fn(x).block_until_ready()
+    with compilation.CompileClock() as second:
+        for _ in range(20):
+            fn(x).block_until_ready()
+    assert first.seconds > 0.0 and second.seconds == 0.0
+    jax.jit(lambda x: x - 1.0)(x).block_until_ready()  # after closing: not heard
+    assert second.seconds == 0.0
