@@ -73,7 +73,7 @@ from socialjax.core.params import brief, check_bool, param
 from socialjax.envs.grid import constants as C
 from socialjax.envs.grid import engine as E
 from socialjax.envs.grid.base import GridEnv, GridParams, SSDFines
-from socialjax.envs.grid.maps import GridMap, parse_map, tile
+from socialjax.envs.grid.maps import game_map, tile
 
 # -- maps (Melting Pot meltingpot/configs/substrates/clean_up.py, ASCII_MAP) -------------
 MELTINGPOT_MAP = """
@@ -242,14 +242,7 @@ def ssd_waste_spawn_prob(t: jax.Array, fraction: jax.Array, num_clean: jax.Array
 
 
 # ------------------------------------------------------------------------------ envs
-def _parse(name: str, ascii_map: str | None, default: str, legend: dict) -> GridMap:
-    """The game's map, or the user's ``ascii_map`` (its errors name the option)."""
-    if ascii_map is not None:
-        name = f"{name} ascii_map"
-    grid_map = parse_map(name, default if ascii_map is None else ascii_map, legend)
-    if not grid_map.role("river").any():
-        raise ValueError(f"map {name!r} has no potential-dirt (river) cells: the dirt fraction is undefined")
-    return grid_map
+RIVER_REQUIRED = (("river", "potential-dirt (river) cells: the dirt fraction is undefined"),)
 
 
 class _CleanUpBase(GridEnv):
@@ -299,7 +292,7 @@ class CleanUp(_CleanUpBase):
         _, zap_length, zap_radius, _ = MP_ZAP
         _, clean_length, clean_radius = MP_CLEAN
         super().__init__(
-            _parse("cleanup", ascii_map, MELTINGPOT_MAP, MELTINGPOT_LEGEND),
+            game_map("cleanup", ascii_map, MELTINGPOT_MAP, MELTINGPOT_LEGEND, RIVER_REQUIRED),
             num_agents, NUM_MELTINGPOT_ACTIONS, tuple(view), E.meltingpot_beam(zap_length, zap_radius),
             clean_rays=E.meltingpot_beam(clean_length, clean_radius), episode=episode,
             episode_length=episode_length, obs_mode=obs_mode,
@@ -336,7 +329,7 @@ class CleanUpSSD(SSDFines, _CleanUpBase):
                  view: tuple = SSD_VIEW, ascii_map: str | None = None):
         beam = E.ssd_beam(SSD_BEAM_LENGTH, SSD_BEAM_WIDTH)
         super().__init__(
-            _parse("cleanup_ssd", ascii_map, SSD_MAP, SSD_LEGEND), num_agents,
+            game_map("cleanup_ssd", ascii_map, SSD_MAP, SSD_LEGEND, RIVER_REQUIRED), num_agents,
             NUM_SSD_ACTIONS, tuple(view), beam, clean_rays=beam, episode="fixed",
             episode_length=episode_length, obs_mode=obs_mode,
         )

@@ -30,7 +30,7 @@ from socialjax.core.params import param
 from socialjax.envs.grid import constants as C
 from socialjax.envs.grid import engine as E
 from socialjax.envs.grid.base import GridEnv, GridParams, SSDFines
-from socialjax.envs.grid.maps import parse_map, tile
+from socialjax.envs.grid.maps import game_map, tile
 
 # -- maps (Melting Pot meltingpot/configs/substrates/commons_harvest__open/closed/partnership.py) --
 OPEN_MAP = """
@@ -113,6 +113,7 @@ MELTINGPOT_LEGEND = {
     "I": tile(C.FLOOR),  # partnership role tile: no effect for default roles
     " ": tile(C.FLOOR),
 }
+APPLES_REQUIRED = (("apple_cell", "apple cells: nothing could grow"),)
 SSD_LEGEND = {"@": tile(C.WALL), "A": tile(C.APPLE, "apple_cell"), "P": tile(C.FLOOR, "spawn"), " ": tile(C.FLOOR)}
 
 # Regrowth probabilities indexed by min(neighbouring apples, 3) and zap settings
@@ -144,22 +145,26 @@ class Harvest(GridEnv):
     """Melting Pot Commons Harvest. Static options: ``preset`` ("open", "closed",
     "partnership"), ``num_agents`` (7), ``episode`` ("meltingpot" stochastic ending or
     "fixed"), ``episode_length`` (for "fixed", 1000), ``obs_mode`` ("codes" | "rgb"),
-    ``view`` ((ahead, behind, side), default (9, 1, 5))."""
+    ``view`` ((ahead, behind, side), default (9, 1, 5)), ``ascii_map`` (a custom map with
+    the preset's legend; agents 0 and 1 start on its ``Q`` cells when it has any, everyone
+    else, and every respawn, on ``P``)."""
 
     params_cls = HarvestParams
     action_names = C.MELTINGPOT_ACTION_NAMES[:8]  # Melting Pot's Harvest: no clean action
 
     def __init__(self, preset: str = "open", num_agents: int = 7, episode: str = "meltingpot",
-                 episode_length: int = 1000, obs_mode: str = "codes", view: tuple = MELTINGPOT_VIEW):
+                 episode_length: int = 1000, obs_mode: str = "codes", view: tuple = MELTINGPOT_VIEW,
+                 ascii_map: str | None = None):
         if preset not in PRESETS:
             raise ValueError(f"preset must be one of {sorted(PRESETS)}, got {preset!r}")
         self.preset = preset
         cfg = PRESETS[preset]
         _, length, radius, _ = cfg["zap"]
+        grid_map = game_map(f"harvest_{preset}", ascii_map, cfg["map"], MELTINGPOT_LEGEND, APPLES_REQUIRED)
+        inside = ("inside_spawn", "inside_spawn") if grid_map.role("inside_spawn").any() else ()
         super().__init__(
-            parse_map(f"harvest_{preset}", cfg["map"], MELTINGPOT_LEGEND), num_agents, 8, tuple(view),
-            E.meltingpot_beam(length, radius), episode=episode, episode_length=episode_length,
-            obs_mode=obs_mode, first_spawn=("inside_spawn", "inside_spawn"),
+            grid_map, num_agents, 8, tuple(view), E.meltingpot_beam(length, radius), episode=episode,
+            episode_length=episode_length, obs_mode=obs_mode, first_spawn=inside,
         )
         self.apple_cells = self.map.points("apple_cell")
         self.neighbours = E.neighbour_offsets(4)  # Euclidean distance <= 2: 12 cells
@@ -187,7 +192,8 @@ def regrow_apples(key, cells, apple_cells: np.ndarray, neighbours: np.ndarray, r
 
 class HarvestSSD(SSDFines, GridEnv):
     """The original SSD Harvest (Hughes et al. 2018; Jaques et al. 2019): 5 players,
-    fixed 1000 steps, 15x15 view, SSD actions, fines instead of removal."""
+    fixed 1000 steps, 15x15 view, SSD actions, fines instead of removal; ``ascii_map``: a
+    custom map with the SSD legend."""
 
     params_cls = HarvestParams
     spawn_under_agents = False  # the original code never spawns an apple under an agent
@@ -195,9 +201,9 @@ class HarvestSSD(SSDFines, GridEnv):
     action_names = C.SSD_ACTION_NAMES[:8]
 
     def __init__(self, num_agents: int = 5, episode_length: int = 1000, obs_mode: str = "codes",
-                 view: tuple = SSD_VIEW):
+                 view: tuple = SSD_VIEW, ascii_map: str | None = None):
         super().__init__(
-            parse_map("harvest_ssd", SSD_MAP, SSD_LEGEND), num_agents, 8, tuple(view),
+            game_map("harvest_ssd", ascii_map, SSD_MAP, SSD_LEGEND, APPLES_REQUIRED), num_agents, 8, tuple(view),
             E.ssd_beam(SSD_BEAM_LENGTH, SSD_BEAM_WIDTH), episode="fixed", episode_length=episode_length,
             obs_mode=obs_mode,
         )

@@ -9,11 +9,18 @@ collected) and peace (the players not tagged out). They describe three phases: a
 one while the stock is plentiful, a tragedy in which the learners deplete it, and a
 mature one in which they manage it, excluding others with the tagging beam.
 
-The commons here is the original Harvest of Hughes et al. (2018) (``harvest_ssd``),
-whose regrowth rule is Perolat et al.'s (probability by the apples within distance 2).
-The criterion tests the first transition, which a short run can show: from the first
-to the last fifth of training the learners collect more (efficiency rises) and sooner
-in the episode, the stock running out (sustainability falls).
+The commons here has Melting Pot's Commons Harvest rules (``harvest_open``): an empty
+apple cell regrows with a probability set by the live apples within Euclidean distance
+2 (Perolat et al.'s rule; Melting Pot's ``commons_harvest__open`` probabilities), so a
+patch eaten bare never regrows, and the beam removes the player it hits for a few steps
+(no fines), so peace counts exclusion. At cpu and small scale the map is
+:data:`COMMONS_MAP`, a small map of ours: three patches of 13 apples, 5 players. Random
+play leaves most of the stock standing through a 250-step episode (measured: 37.7
+apples eaten per episode, 15 of the 26 apples of two such patches left at the end),
+while players who go straight for the apples can strip the patches within the episode,
+so the tragedy can appear within a CPU run. The criterion tests that first transition:
+from the first to the last fifth of training the learners collect more (efficiency
+rises) and sooner in the episode, the stock running out (sustainability falls).
 """
 
 from __future__ import annotations
@@ -44,6 +51,22 @@ SOURCE = ("Perolat et al. 2017, A multi-agent reinforcement learning model of co
 HOW = ("qualitative: the three phases as the paper's abstract and its summaries state them; its figures and "
        "numbers were not read here")
 
+# Ours (Melting Pot legend: A apple cell, P spawn point, W wall): three patches of 13 apples (the
+# diamond of Melting Pot's open map), 5 players spawning below them.
+COMMONS_MAP = """
+WWWWWWWWWWWWWWWWWWWWW
+W   A     A     A   W
+W  AAA   AAA   AAA  W
+W AAAAA AAAAA AAAAA W
+W  AAA   AAA   AAA  W
+W   A     A     A   W
+W                   W
+W PPPPPPPPPPPPPPPPP W
+WWWWWWWWWWWWWWWWWWWWW
+"""
+PLAYERS = 5
+SMALL_OPTIONS = dict(num_agents=PLAYERS, episode="fixed", episode_length=SMALL_EPISODE, ascii_map=COMMONS_MAP)
+PAPER_OPTIONS = dict(num_agents=PLAYERS, episode="fixed", episode_length=1000)  # Melting Pot's open map
 # cpu scale: 4 games x 125 steps x 40 updates (20,000 env steps per seed, 4 seeds); gpu scale:
 # SocialJax's batch (256 games x 1000 steps) for 40 updates, 3 seeds (3.1e7 env steps; five
 # independent networks, so slower per step than the one shared network of the measured 1.3e5 env
@@ -52,10 +75,8 @@ CPU = dict(SMALL, num_envs=4, num_updates=40)
 GPU = dict(PAPER_IPPO, seating="independent", num_updates=40)
 SELFISH = Condition(
     name="selfish",
-    env=dict.fromkeys(("small", "cpu", "gpu", "paper"), "harvest_ssd"),
-    env_options={"paper": dict(num_agents=5, episode_length=1000), "gpu": dict(num_agents=5, episode_length=1000),
-                 "cpu": dict(num_agents=5, episode_length=SMALL_EPISODE),
-                 "small": dict(num_agents=5, episode_length=SMALL_EPISODE)},
+    env=dict.fromkeys(("small", "cpu", "gpu", "paper"), "harvest_open"),
+    env_options={"paper": PAPER_OPTIONS, "gpu": PAPER_OPTIONS, "cpu": SMALL_OPTIONS, "small": SMALL_OPTIONS},
     config={"paper": dict(PAPER_IPPO, seating="independent"), "gpu": GPU, "cpu": CPU,
             "small": dict(SMALL, num_updates=24)},
 )
@@ -119,12 +140,16 @@ COMMONS_METRICS = Entry(
                     "sustainability falls (each run's change, 95% interval over seeds). Reproduced when both "
                     "intervals exclude zero on the expected side, not reproduced when neither mean is on it, "
                     "partly otherwise. The mature phase (exclusion restoring sustainability) is not tested"),
-    notes="Perolat et al.'s own map, number of players and learners were not read here; the map is Hughes et "
-          "al.'s Harvest (5 players) with the paper's regrowth rule, and the learners are our independent IPPO "
-          "(paper scale at SocialJax's batch, 1e8 env steps). The figure shows all four metrics over training. "
-          "At cpu scale (20,000 env steps per seed) the learners are in the naive phase: efficiency rises, mostly "
-          "as they stop firing the fined beam, while the stock lasts most of the 250-step episode and sustainability "
-          "moves only a few steps (partly on seeds 0, reproduced on seeds 1000).",
+    notes="Perolat et al.'s own map, number of players and learners were not read here. The rules are Melting "
+          "Pot's Commons Harvest (the paper's regrowth by nearby apples, a beam that removes players, no fines), "
+          "5 players, our independent IPPO; paper and gpu scale on Melting Pot's open map with 1000-step episodes "
+          "(paper at SocialJax's batch, 1e8 env steps), small and cpu scale on COMMONS_MAP (three 13-apple "
+          "patches) with 250-step episodes. At cpu scale (20,000 env steps per seed) the learners eat faster "
+          "(efficiency 0.22 -> 0.28 apples per step) and earlier in the episode, the patches running out "
+          "(sustainability 132 -> 114): the tragedy's onset. The figure shows all four metrics over training. "
+          "The first version of this entry ran the original SSD Harvest, whose beam fines (1 per shot, 50 per "
+          "player hit) made efficiency a measure of beam use and kept peace at 5; there the stock lasted the "
+          "episode and sustainability moved only a few steps (partly on seeds 0).",
     seeds={"small": 2, "cpu": 4, "gpu": 3, "paper": 3},
     plot=plot,
 )

@@ -71,3 +71,17 @@ def parse_map(name: str, text: str, legend: dict[str, Tile]) -> GridMap:
             for role in t.roles:
                 roles.setdefault(role, np.zeros(cells.shape, bool))[i, j] = True
     return GridMap(name, cells, roles, np.array([list(r) for r in rows]))
+
+
+def game_map(name: str, ascii_map: str | None, default: str, legend: dict[str, Tile],
+             required: tuple[tuple[str, str], ...] = ()) -> GridMap:
+    """A game's map: ``default``, or the user's ``ascii_map`` with the same ``legend``
+    (its errors then name the option). ``required``: ``(role, what)`` pairs, each role a
+    map must have, ``what`` saying why in the error."""
+    if ascii_map is not None:
+        name = f"{name} ascii_map"
+    grid_map = parse_map(name, default if ascii_map is None else ascii_map, legend)
+    for role, what in required:
+        if not grid_map.role(role).any():
+            raise ValueError(f"map {name!r} has no {what}")
+    return grid_map
