@@ -143,16 +143,33 @@ CLEANUP_REWARD = _reward_entry(
     seeds={"small": 2, "cpu": CPU_SEEDS, "gpu": GPU_SEEDS, "paper": 3},
 )
 
-# cpu scale: the open map's two populations, 4 games x 125 steps x 60 updates (30,000 env steps per
-# seed), 3 seeds each; gpu scale: SocialJax's batch (256 games x 1000 steps, one shared network,
-# 7 players) for 28 updates, 2 conditions x 3 seeds = 4.3e7 env steps (about 5.5 minutes at the
-# 1.3e5 env steps/s measured for Clean Up at this config on one H100)
-HARVEST_CPU = dict(SMALL, num_envs=4, num_updates=60)
+# cpu scale: Commons Harvest's rules (Melting Pot's open preset: regrowth by the apples within
+# distance 2, none for a cell with no live apple near it) on HARVEST_CPU_MAP, a small map of ours
+# with two 13-apple patches, 3 players, 250-step episodes, one network shared by the players
+# (SocialJax's seating), 300 updates of 4 games x 125 steps (150,000 env steps per seed), 3 seeds.
+# Random play eats 31.9 apples per episode there and leaves 17 of the 26 standing; players who
+# strip a patch end its regrowth for the rest of the episode, so the tragedy can happen within
+# a CPU run. gpu scale: SocialJax's batch (256 games x 1000 steps, one shared network, 7 players)
+# on Melting Pot's open map for 28 updates, 2 conditions x 3 seeds = 4.3e7 env steps (about 5.5
+# minutes at the 1.3e5 env steps/s measured for Clean Up at this config on one H100)
+HARVEST_CPU_MAP = """
+WWWWWWWWWWWWWWWWW
+W  A        A   W
+W AAA      AAA  W
+WAAAAA    AAAAA W
+W AAA      AAA  W
+W  A        A   W
+W               W
+W  PPPPPPPPPPP  W
+WWWWWWWWWWWWWWWWW
+"""
+HARVEST_CPU = dict(SMALL, seating="shared", num_envs=4, num_updates=300)
 HARVEST_GPU = dict(PAPER_IPPO, num_updates=28)
 HARVEST_SEEDS = {"small": 2, "cpu": 3, "gpu": 3, "paper": 3}
 HARVEST_PAPER = {kind: (f"harvest_{kind}", dict(num_agents=7, episode="fixed", episode_length=PAPER_EPISODE))
                  for kind in ("open", "closed", "partnership")}
 HARVEST_SMALL = ("harvest_open", dict(num_agents=3, episode="fixed", episode_length=SMALL_EPISODE))
+HARVEST_CPU_ENV = ("harvest_open", dict(HARVEST_SMALL[1], ascii_map=HARVEST_CPU_MAP))
 
 HARVEST_REWARD = _reward_entry(
     "harvest-reward", "Commons Harvest (open, closed, partnership)",
@@ -163,11 +180,15 @@ HARVEST_REWARD = _reward_entry(
     "closed (its closed map is its open env with a walled map); partnership is Melting Pot's third Commons "
     "Harvest map, run here the same way. Closed and partnership run at paper scale only: at small scale each "
     "map is two more compilations, and the open map is the comparison SocialJax's text leads with. "
-    "Small and cpu scale: the open map with 3 players and 250-step episodes, independent learners (our small "
-    "CNN); gpu scale: the open map at SocialJax's batch and configuration, 28 updates (7.2e6 env steps per "
-    "run, 7% of the paper's 1e8). At cpu scale (30,000 env steps per seed) the populations are in the naive "
-    "phase: the individual-reward learners learn to eat faster than the common-reward ones (whose signal is the "
-    "sum of three players' apples) and the stock is not yet depleted, so individual stays above common.",
-    more={"open": {"cpu": (*HARVEST_SMALL, HARVEST_CPU), "gpu": (*HARVEST_PAPER["open"], HARVEST_GPU)}},
+    "Small scale: the open map with 3 players and 250-step episodes, independent learners (our small CNN). "
+    "cpu scale: the open preset's rules on a small map of ours with two 13-apple patches "
+    "(socialjax.reproduce.gridworlds.HARVEST_CPU_MAP), 3 players, one shared network, 150,000 env steps per "
+    "seed: the individual-reward population first eats faster (collective return up to about 46 apples per "
+    "episode), then strips the patches ever earlier in the episode (sustainability 126 -> about 30) and its "
+    "return falls (to about 33), while the common-reward one keeps most of each patch standing (about 45). "
+    "On the full open map 30,000 env steps per seed showed only the naive phase (individual above common: the "
+    "stock was never depleted). gpu scale: the open map at SocialJax's batch and configuration, 28 updates "
+    "(7.2e6 env steps per run, 7% of the paper's 1e8).",
+    more={"open": {"cpu": (*HARVEST_CPU_ENV, HARVEST_CPU), "gpu": (*HARVEST_PAPER["open"], HARVEST_GPU)}},
     seeds=HARVEST_SEEDS,
 )
