@@ -56,7 +56,7 @@ def run_entry(name: str, scale: str, seed: int, out: Path) -> dict:
     result = json.loads((out / RESULT_FILE).read_text())
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return {"entry": name, "scale": scale, "base_seed": seed, "wall_s": round(wall, 1), "cpu_s": round(cpu, 1),
-            "verdict": result["verdict"], "timings": result["timings"]}
+            "verdict": result["verdict"], "reason": result["reason"], "timings": result["timings"]}
 
 
 def timed(fn, args, repeats: int) -> tuple[float, float]:
@@ -128,6 +128,7 @@ def main(argv=None) -> int:
     parser.add_argument("--split", action="store_true", help="estimate rollout vs learning (another process)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--json", type=Path, help="write the records here")
+    parser.add_argument("--keep", type=Path, help="keep each entry's folder here (default: a temporary one)")
     parser.add_argument("--share-of", help=argparse.SUPPRESS)  # the --split worker: one entry's share as JSON
     args = parser.parse_args(argv)
     if args.share_of:
@@ -139,7 +140,7 @@ def main(argv=None) -> int:
     records = []
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
-            rec = run_entry(name, args.scale, args.seed, Path(tmp) / name)
+            rec = run_entry(name, args.scale, args.seed, (args.keep or Path(tmp)) / f"{name}-{args.seed}")
             if args.split and rec["timings"]["env_steps"]:
                 proc = subprocess.run([sys.executable, __file__, "--share-of", name, "--scale", args.scale,
                                        "--repeats", str(args.repeats)], capture_output=True, text=True, check=True)

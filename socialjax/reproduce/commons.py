@@ -145,8 +145,9 @@ COMMONS_METRICS = Entry(
           "5 players, our independent IPPO; paper and gpu scale on Melting Pot's open map with 1000-step episodes "
           "(paper at SocialJax's batch, 1e8 env steps), small and cpu scale on COMMONS_MAP (three 13-apple "
           "patches) with 250-step episodes. At cpu scale (20,000 env steps per seed) the learners eat faster "
-          "(efficiency 0.22 -> 0.28 apples per step) and earlier in the episode, the patches running out "
-          "(sustainability 132 -> 114): the tragedy's onset. The figure shows all four metrics over training. "
+          "(efficiency 0.22 -> 0.29 apples per step, seeds from 0) and earlier in the episode, the patches "
+          "running out (sustainability 130 -> 114): the tragedy's onset. The figure shows all four metrics over "
+          "training. "
           "The first version of this entry ran the original SSD Harvest, whose beam fines (1 per shot, 50 per "
           "player hit) made efficiency a measure of beam use and kept peace at 5; there the stock lasted the "
           "episode and sustainability moved only a few steps (partly on seeds 0).",

@@ -36,6 +36,14 @@ with both matchings, partner above stranger with punishment (Fehr & Gaechter 200
 Reproduced when all are separated, not reproduced when none is even ordered, partly
 otherwise.
 
+The trained populations without punishment contribute a little more in the last periods
+than in the first (the README's run: 0.03 in period 1, 0.21 in period 10): a transient
+of learning, not of the game's end. A learner's contribution persists from one period to
+the next, so discounted, GAE-smoothed returns charge an early contribution with the later
+ones it brings, and contributing is unlearnt in the early periods first; with gamma 0 the
+profile is flat at 0, with 4 times the updates flat at 0.009 (REPRODUCTIONS.md, "The
+last-period rise"; ``scripts/last_period.py``).
+
 What differs from the papers: learners instead of people; many games instead of one
 session; the punishment stage's standard instead of points chosen member by member; our
 stranger matching redraws groups at random (the 2002 design kept any two members from

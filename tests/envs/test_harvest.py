@@ -4,6 +4,7 @@ import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import socialjax as sj
 from socialjax.envs.grid import constants as C
@@ -76,3 +77,26 @@ def test_ssd_fire_fines_and_removes_nobody():
     assert float(reward[0]) == -1.0 and float(reward[1]) == -50.0
     assert int(info["times_zapped"][1]) == 1 and not bool(info["removed"].any())
     assert int(new.removed.sum()) == 0
+
+
+def test_a_custom_map_keeps_the_presets_rules():
+    """``ascii_map``: the preset's legend and rules on the user's map; agents 0 and 1 start
+    on its Q cells when it has them, on P otherwise; a map without apple cells or with an
+    unknown character is refused, naming the option."""
+    plain = "WWWWWW\nWA  PW\nWAA PW\nWWWWWW"
+    small = dict(episode="fixed", view=(2, 1, 2))  # a view no larger than twice the map
+    env = sj.make("harvest_open", num_agents=2, ascii_map=plain, **small)
+    assert env.map.shape == (4, 6) and len(env.apple_cells) == 3
+    np.testing.assert_allclose(env.default_params.regrowth, [0, 0.0025, 0.005, 0.025])
+    _, state = env.reset(jax.random.key(0))
+    assert {tuple(p) for p in np.asarray(state.pos)} == {(1, 4), (2, 4)}
+    inside = sj.make("harvest_open", num_agents=3, ascii_map="WWWWWW\nWAQQPW\nWAAPPW\nWWWWWW", **small)
+    for seed in range(4):
+        _, state = inside.reset(jax.random.key(seed))
+        assert {tuple(p) for p in np.asarray(state.pos)[:2]} == {(1, 2), (1, 3)}
+    ssd = sj.make("harvest_ssd", num_agents=1, ascii_map="@@@@\n@AP@\n@@@@", view=(1, 1, 1))
+    assert len(ssd.apple_cells) == 1 and float(ssd.default_params.zap_penalty) == -50.0
+    with pytest.raises(ValueError, match="harvest_open ascii_map.*no apple cells"):
+        sj.make("harvest_open", num_agents=1, ascii_map="WWWW\nW PW\nWWWW")
+    with pytest.raises(ValueError, match="harvest_ssd ascii_map.*unknown character 'W'"):
+        sj.make("harvest_ssd", num_agents=1, ascii_map="WWWW\nWAPW\nWWWW")
