@@ -94,8 +94,10 @@ def quoted(rep, key) -> str:
 
 
 def shortened(entry, scale: str, num_updates: int):
-    """``entry`` with each condition's ``scale`` config cut to ``num_updates`` updates."""
-    conditions = tuple(dataclasses.replace(c, config={**c.config,
-                                                      scale: dict(c.config[scale], num_updates=num_updates)})
-                       for c in entry.conditions)
+    """``entry`` with each condition's ``scale`` config cut to ``num_updates`` updates (the
+    conditions run at other scales only left as they are)."""
+    def cut(c):
+        return dataclasses.replace(c, config={**c.config, scale: dict(c.config[scale], num_updates=num_updates)})
+
+    conditions = tuple(cut(c) if scale in c.config else c for c in entry.conditions)
     return dataclasses.replace(entry, conditions=conditions)
