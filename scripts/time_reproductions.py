@@ -35,9 +35,11 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from socialjax.reproduce.report import RESULT_FILE
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the scripts beside this one
+from check_io import compiled, timed
 
-HERE = Path(__file__).resolve().parent
+from socialjax.reproduce.report import RESULT_FILE
+from socialjax.reproduce.timings import Timings
 
 
 def run_entry(name: str, scale: str, seed: int, out: Path) -> dict:
@@ -59,25 +61,16 @@ def run_entry(name: str, scale: str, seed: int, out: Path) -> dict:
             "verdict": result["verdict"], "reason": result["reason"], "timings": result["timings"]}
 
 
-def timed(fn, args, repeats: int) -> tuple[float, float]:
-    """``(compile seconds, median seconds per call)`` of ``jax.jit(fn)(*args)``."""
-    start = time.perf_counter()
-    compiled = jax.jit(fn).lower(*args).compile()
-    compile_s = time.perf_counter() - start
-    jax.block_until_ready(compiled(*args))
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        jax.block_until_ready(compiled(*args))
-        times.append(time.perf_counter() - start)
-    return compile_s, statistics.median(times)
+def seconds_per_call(fn, args, repeats: int) -> float:
+    """Median seconds of ``jax.jit(fn)(*args)`` once compiled."""
+    program, _ = compiled(jax.jit(fn), *args)
+    return statistics.median(timed(lambda: program(*args), repeats))
 
 
 def rollout_share(name: str, scale: str, repeats: int) -> dict:
     """The rollout's share of an update of each population the entry trains at
     ``scale`` (its seeds vmapped), weighted by the runs' env steps; ``{}`` for an entry
     without populations."""
-    sys.path.insert(0, str(HERE))
     from bench_train import update_pieces  # noqa: PLC0415 (a script beside this one)
 
     from socialjax.reproduce import get_entry
@@ -95,8 +88,8 @@ def rollout_share(name: str, scale: str, repeats: int) -> dict:
         keys = run_keys(list(range(seeds)))
         states = jax.jit(jax.vmap(train.init))(keys)
         rollout = update_pieces(train)[0]
-        _, update_s = timed(jax.vmap(lambda s: train.updates(s, 0, length=1)[0]), (states,), repeats)
-        _, rollout_s = timed(jax.vmap(rollout), (states, keys), repeats)
+        update_s = seconds_per_call(jax.vmap(lambda s: train.updates(s, 0, length=1)[0]), (states,), repeats)
+        rollout_s = seconds_per_call(jax.vmap(rollout), (states, keys), repeats)
         points = len(group)
         parts.append(min(1.0, rollout_s / update_s))
         weights.append(points * seeds * config.num_updates * config.num_envs * config.rollout_len)
@@ -107,17 +100,16 @@ def rollout_share(name: str, scale: str, repeats: int) -> dict:
 
 
 def table_line(rec: dict) -> str:
-    t = rec["timings"]
-    train_run = t["training"]["seconds"] - t["training"]["compile_seconds"]
+    t = Timings.from_json(rec["timings"])
+    train_run = t.training.seconds - t.training.compile_seconds
     share = rec.get("rollout_share")
     split = "" if share is None else f" (rollout {share * train_run:.0f}, learning {(1 - share) * train_run:.0f})"
-    compile_s = sum(t[p]["compile_seconds"] for p in ("training", "models", "analysis", "writing"))
-    other = t["total"] - sum(t[p]["seconds"] for p in ("training", "models", "analysis", "writing"))
-    rate = "" if not t["env_steps"] else f", {t['env_steps'] / t['total']:,.0f} env-steps/s"
-    return (f"{rec['entry']:22s} wall {rec['wall_s']:6.0f} s, cpu {rec['cpu_s']:6.0f} s | compile {compile_s:5.0f} | "
-            f"training {train_run:5.0f}{split} | models {t['models']['seconds'] - t['models']['compile_seconds']:4.0f} "
-            f"| analysis {t['analysis']['seconds'] - t['analysis']['compile_seconds']:4.0f} | writing "
-            f"{t['writing']['seconds']:3.0f} | other {other:3.0f}{rate} | {rec['verdict']}")
+    rate = "" if t.env_steps_per_second is None else f", {t.env_steps_per_second:,.0f} env-steps/s"
+    return (f"{rec['entry']:22s} wall {rec['wall_s']:6.0f} s, cpu {rec['cpu_s']:6.0f} s | compile "
+            f"{t.compile_seconds:5.0f} | training {train_run:5.0f}{split} | models "
+            f"{t.models.seconds - t.models.compile_seconds:4.0f} | analysis "
+            f"{t.analysis.seconds - t.analysis.compile_seconds:4.0f} | writing {t.writing.seconds:3.0f} | other "
+            f"{t.host_seconds:3.0f}{rate} | {rec['verdict']}")
 
 
 def main(argv=None) -> int:

@@ -93,3 +93,9 @@ class Timings:
     def to_json(self) -> dict:
         return {"total": round(self.total, 3), "env_steps": self.env_steps,
                 **{name: phase.to_json() for name, phase in self.phases()}}
+
+    @classmethod
+    def from_json(cls, data: dict) -> Timings:
+        """The timings :meth:`to_json` wrote (``reproduction.json``'s ``timings``)."""
+        return cls(**{name: Phase(**data[name]) for name, _ in cls().phases()}, total=data["total"],
+                   env_steps=data["env_steps"])

@@ -31,6 +31,7 @@ from socialjax.reproduce.core import (
     sign_verdict,
 )
 from socialjax.reproduce.schelling import compositions, diagram
+from socialjax.reproduce.timings import Timings
 from socialjax.train import TrainConfig, store
 from socialjax.train.models import model_spec
 from socialjax.train.runner import run_module
@@ -300,6 +301,7 @@ def test_a_stopped_reproduction_keeps_its_runs_and_a_rerun_continues_them(tmp_pa
     assert t.env_steps_per_second == pytest.approx(t.env_steps / t.total)
     record = json.loads((tmp_path / "whole" / core.RESULT_FILE).read_text())
     assert record["timings"] == t.to_json() and record["seconds"] == pytest.approx(t.total)
+    assert Timings.from_json(record["timings"]).to_json() == t.to_json()
     assert t.line() in (tmp_path / "whole" / core.SUMMARY_FILE).read_text()
 
 
