@@ -43,7 +43,7 @@ class Timings:
     """A reproduction's phases: ``training`` (the populations, read-back included),
     ``models`` (scripted, tabular and evolutionary programs), ``analysis`` and
     ``writing`` (the folder, up to its summary and record, which state these timings);
-    ``total`` wall seconds from ``started`` (the first condition) to :meth:`close`;
+    ``total`` wall seconds from ``started`` (the first condition) to ``close()``;
     ``env_steps`` the populations trained (every condition and seed; none for runs read
     back from an earlier try)."""
 
