@@ -19,20 +19,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from socialjax.reproduce.cleanup_scales import (
-    CPU_ENV_OPTIONS,
-    CPU_EPISODE,
-    CPU_IPPO,
-    CPU_PLAYERS,
-    CPU_SEEDS,
-    GPU_SEEDS,
-    gpu_updates,
-)
+from socialjax.reproduce.cleanup_scales import GPU_SEEDS, gpu_updates
 from socialjax.reproduce.core import (
     Analysis,
     Condition,
     Entry,
-    Measure,
     Reference,
     combined_verdict,
     finish_figure,
@@ -40,24 +31,39 @@ from socialjax.reproduce.core import (
     sign_verdict,
     stream_key,
 )
-from socialjax.reproduce.gridworlds import PAPER_IPPO, SMALL, SMALL_EPISODE
+from socialjax.reproduce.gridworlds import (
+    HARVEST_CPU,
+    HARVEST_CPU_ENV,
+    HARVEST_SEEDS,
+    PAPER_IPPO,
+    SMALL,
+    SMALL_EPISODE,
+    SOCIAL,
+)
 from socialjax.train import as_run
 from socialjax.train.evaluation import play_seatings
 from socialjax.viz.plots import mean_ci95, pyplot
 
-PLAYERS = {"small": 5, "cpu": CPU_PLAYERS, "gpu": 5, "paper": 5}  # the published diagrams: 5
+PLAYERS = {"small": 5, "cpu": 3, "gpu": 5, "paper": 5}  # the published diagrams: 5
 GAMES = {"cleanup": "cleanup_ssd", "harvest": "harvest_ssd"}
 ROLES = {"cooperators": "common", "defectors": "individual"}
-EPISODE = {"small": SMALL_EPISODE, "cpu": CPU_EPISODE, "gpu": 1000, "paper": 1000}  # one episode per eval game
+EPISODE = {"small": SMALL_EPISODE, "cpu": 250, "gpu": 1000, "paper": 1000}  # one episode per eval game
 EVAL_ENVS = {"small": 2, "cpu": 8, "gpu": 32, "paper": 32}  # games per seating
-SCALE_GAMES = {"small": ("cleanup",), "cpu": ("cleanup",), "gpu": ("cleanup",), "paper": tuple(GAMES)}
-CONFIG = {"small": SMALL, "cpu": CPU_IPPO, "gpu": dict(PAPER_IPPO, num_updates=gpu_updates(2)), "paper": PAPER_IPPO}
+# cpu scale: Harvest only, on harvest-reward's cpu setting (Melting Pot's open rules on a two-patch
+# map of ours, 150,000 env steps per seed), where the individual-reward population learns to
+# strip the patches within the budget; on the small Cleanup map the cleaning-for-apples
+# mechanism does not emerge at a CPU size (cleanup-reward's notes), so a defector there gains
+# nothing to free-ride on
+SCALE_GAMES = {"small": ("cleanup",), "cpu": ("harvest",), "gpu": ("cleanup",), "paper": tuple(GAMES)}
+CONFIG = {"small": SMALL, "gpu": dict(PAPER_IPPO, num_updates=gpu_updates(2)), "paper": PAPER_IPPO}
+SEEDS = {"small": 2, "cpu": HARVEST_SEEDS["cpu"], "gpu": GPU_SEEDS, "paper": 3}
 
 
-def _env_options(scale: str) -> dict:
+def _setting(game: str, scale: str) -> tuple[str, dict, dict]:
+    """The env name, its options and the training config of ``game`` at ``scale``."""
     if scale == "cpu":
-        return dict(CPU_ENV_OPTIONS)  # our small Cleanup map (socialjax.reproduce.cleanup_scales)
-    return dict(num_agents=PLAYERS[scale], episode_length=EPISODE[scale])
+        return HARVEST_CPU_ENV[0], dict(HARVEST_CPU_ENV[1]), dict(HARVEST_CPU)
+    return GAMES[game], dict(num_agents=PLAYERS[scale], episode_length=EPISODE[scale]), dict(CONFIG[scale])
 
 
 # Hughes et al. (2018), Schelling diagrams of Cleanup and Harvest (5 players), the return
@@ -74,19 +80,21 @@ HOW = "figure, approximate (read off the copy in the SSD games repository's READ
 
 
 def _games(scale: str) -> tuple[str, ...]:
-    """The games run at ``scale`` (Harvest at paper scale only: each game is three
-    compilations on a CPU, and the gpu budget holds one game)."""
+    """The games run at ``scale`` (both at paper scale only: each game is three
+    compilations and its training, and the cpu and gpu budgets hold one game)."""
     return SCALE_GAMES[scale]
 
 
 def _condition(game: str, role: str) -> Condition:
     form = dict(reward=ROLES[role], seating="shared")
+    scales = tuple(scale for scale in EPISODE if game in _games(scale))
+    settings = {scale: _setting(game, scale) for scale in scales}
     return Condition(
         name=f"{game}/{role}",
-        env={scale: GAMES[game] for scale in EPISODE},
-        env_options={scale: _env_options(scale) for scale in EPISODE},
-        config={scale: dict(CONFIG[scale], **form) for scale in EPISODE},
-        scales=tuple(scale for scale in EPISODE if game in _games(scale)),
+        env={scale: env for scale, (env, _, _) in settings.items()},
+        env_options={scale: options for scale, (_, options, _) in settings.items()},
+        config={scale: dict(config, **form) for scale, (_, _, config) in settings.items()},
+        scales=scales,
     )
 
 
@@ -198,12 +206,15 @@ SCHELLING = Entry(
     title="Schelling diagrams of Cleanup and Harvest from trained cooperators and defectors",
     citation="Hughes et al., NeurIPS 2018; Guo et al., SocialJax (ICLR 2026)",
     conditions=tuple(_condition(game, role) for game in GAMES for role in ROLES),
-    measures=(Measure("collective_return", "collective_return", "collective return (per episode)"),),
+    # the populations' own training curves: their collective return, and the sustainability that
+    # shows the individual-reward one stripping the patches
+    measures=tuple(m for m in SOCIAL if m.name in ("collective_return", "sustainability")),
     references=tuple(Reference(f"{game}/{role}", f"x={x}", float(PUBLISHED[game][role][x]), SOURCE, HOW)
                      for game in GAMES for role in ("cooperator", "defector") for x in range(5)),
     criterion=_criterion,
-    criterion_text=("in each game run (Cleanup and Harvest at paper scale, Cleanup at the other scales), everyone "
-                    "cooperating returns more than everyone defecting (95% intervals over seeds separated) and "
+    criterion_text=("in each game run (Cleanup and Harvest at paper scale, Harvest at cpu scale, Cleanup at "
+                    "small and gpu scale), everyone cooperating returns more than everyone defecting (95% intervals "
+                    "over seeds separated) and "
                     "a defector returns more than a cooperator, averaged over 1 to N - 1 other "
                     "cooperators (its 95% interval above zero): reproduced when all hold, not reproduced "
                     "when none holds even in the means, partly otherwise"),
@@ -211,11 +222,16 @@ SCHELLING = Entry(
           "scale episodes are 250 steps, the policies are trained for 4,000 env steps and only Cleanup is run, so "
           "only the shape compares. Hughes et al.'s way of obtaining their cooperating and defecting policies was "
           "not read here; the common- vs individual-reward populations follow SocialJax's description. cpu scale: "
-          "3 players (so x = 0..2) on a small Cleanup map of ours (socialjax.reproduce.cleanup_scales.CPU_MAP), "
-          "250-step episodes, 20 updates of 16 games x 125 steps per population, 8 games per seating; the fire "
-          "beam's fines dominate the returns there. gpu scale: Cleanup only, 5 players, SocialJax's batch with "
+          "Harvest only, on harvest-reward's cpu setting (Melting Pot's open rules on a two-patch map of ours, "
+          "socialjax.reproduce.gridworlds.HARVEST_CPU_MAP, 3 players, so x = 0..2; 250-step episodes, 150,000 env "
+          "steps per population and seed, the same populations as harvest-reward's), 8 games per seating: there "
+          "the individual-reward population learns to strip the patches, so a defector seated with cooperators "
+          "eats what they leave standing. On the small Cleanup map at a CPU size the cleaning-for-apples "
+          "mechanism did not emerge (cleanup-reward's notes): there the fire beam's fines dominated the returns "
+          "and a defector, which fires more, returned less than a cooperator (gain from defecting -24.5 "
+          "[-42, -10.5] on the seeds from 0). gpu scale: Cleanup only, 5 players, SocialJax's batch with "
           "the updates cut to about 5 minutes of H100 training (cleanup_scales.gpu_updates).",
-    seeds={"small": 2, "cpu": CPU_SEEDS, "gpu": GPU_SEEDS, "paper": 3},
+    seeds=SEEDS,
     analysis=Analysis(keys={scale: _keys(scale) for scale in EPISODE}, compute=_compute),
     plot=plot,
 )

@@ -38,7 +38,8 @@ def test_cpu_and_gpu_scales_build_and_the_gpu_runs_fit_five_minutes(name):
     entry = get_entry(name)
     assert {"cpu", "gpu"} <= set(entry.scales)
     for cond, env, _ in plans(entry, "cpu"):
-        assert cond.env["cpu"] == "cleanup_ssd" and env.num_agents == CPU_ENV_OPTIONS["num_agents"]
+        if name != "schelling":  # schelling's cpu scale is Harvest's (test_schelling.py)
+            assert cond.env["cpu"] == "cleanup_ssd" and env.num_agents == CPU_ENV_OPTIONS["num_agents"]
     env_steps = 0
     for group in group_plans(plans(entry, "gpu"), "gpu"):
         grid = merged_config(group)
