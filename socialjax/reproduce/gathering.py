@@ -66,5 +66,8 @@ GATHERING_SCARCITY = Entry(
           "times and the time-out are ours. At small scale the learners have 4,000 env steps; under random play "
           "each player beams on about one step in eight (one action of eight). At cpu scale (30,000 env steps per "
           "seed) beam use falls in both orchards as exploration decays, more slowly and to a higher level in the "
-          "scarce one; a few seeds go the other way, so the intervals over 4 seeds can overlap.",
+          "scarce one; a few seeds go the other way, so the intervals over 4 seeds can overlap. Five times longer "
+          "(150,000 env steps per seed, with N_tagged 25 or 100) beam use sits at the exploration floor in both "
+          "orchards and nobody is tagged: the scarce learners share the patch's regrowth, and tagging the other "
+          "twice was never found (REPRODUCTIONS.md); learnt aggression needs the gpu scale's length or more.",
 )
