@@ -27,6 +27,20 @@ gave nothing: every gift beyond the opening one is conditional on the recipient'
 generosity, which the linear space cannot enforce (its ``bias`` gives to free riders
 too). With punishment, a recipient who punished (``tau_1 < 0``) is punished back.
 
+``"sanctioning"``: a strategy is a ``(4,)`` float32 vector ``theta = [opening,
+reciprocity, standard, fine]``; the donor gives
+
+    f = clip(reciprocity * tau_1, low, 1)   if the recipient's last gift tau_1 >= standard,
+    f = clip(-fine, low, 1)                 if it is known and below the standard,
+    f = clip(opening, low, 1)               to a recipient with no history,
+
+that is, the reciprocal rule with a norm: a recipient whose last gift fell short of the
+donor's ``standard`` is fined ``fine`` of the donor's resources where punishment is
+allowed, and given nothing where it is not. This is the shape of the strategies the
+paper's cooperative language models wrote for themselves (give in proportion to the
+recipient's generosity, punish those who gave too little); the reciprocal space can only
+withhold from a free rider, and punish only one who punished.
+
 These play the role the language-model agents play in Vallinder & Hughes (2024), so that
 cultural evolution can run with no language model at all. All functions are pure and
 work under ``jit``/``vmap``.
@@ -39,7 +53,7 @@ import jax.numpy as jnp
 
 from socialjax.envs.donor.env import OBS_TRACE
 
-SPACES = ("linear", "reciprocal")
+SPACES = ("linear", "reciprocal", "sanctioning")
 # ours: the reciprocal space's initial reciprocity is uniform in [0, RECIPROCITY_MAX], from
 # ignoring the recipient's last gift to returning twice its fraction
 RECIPROCITY_MAX = 2.0
@@ -54,7 +68,7 @@ def check_space(space: str) -> str:
 
 def num_params(trace_depth: int, space: str = "linear") -> int:
     """Length of a strategy vector of ``space`` for ``trace_depth``."""
-    return trace_depth + 2 if check_space(space) == "linear" else 2
+    return {"linear": trace_depth + 2, "reciprocal": 2, "sanctioning": 4}[check_space(space)]
 
 
 def fixed_fraction(fraction: float, trace_depth: int) -> jax.Array:
@@ -84,12 +98,24 @@ def reciprocal_fraction(theta: jax.Array, obs: jax.Array, trace_depth: int, puni
     return jnp.clip(raw, -1.0 if punishment else 0.0, 1.0)
 
 
+def sanctioning_fraction(theta: jax.Array, obs: jax.Array, trace_depth: int, punishment: bool = False) -> jax.Array:
+    """The signed fraction a ``"sanctioning"`` strategy ``[opening, reciprocity, standard,
+    fine]`` gives, for one agent's observation ``(obs_size,)``."""
+    known = obs[OBS_TRACE + trace_depth] > 0
+    last = obs[OBS_TRACE]
+    raw = jnp.where(known, jnp.where(last >= theta[2], theta[1] * last, -theta[3]), theta[0])
+    return jnp.clip(raw, -1.0 if punishment else 0.0, 1.0)
+
+
+RULES = {"linear": donation_fraction, "reciprocal": reciprocal_fraction, "sanctioning": sanctioning_fraction}
+
+
 def act(thetas: jax.Array, obs: jax.Array, trace_depth: int, punishment: bool = False,
         space: str = "linear") -> jax.Array:
     """Continuous actions for all agents: ``thetas (N, num_params)`` of ``space``, ``obs
     (N, obs_size)`` -> ``(N,) float32``. (Non-donors' actions are ignored by the
     environment.)"""
-    rule = donation_fraction if check_space(space) == "linear" else reciprocal_fraction
+    rule = RULES[check_space(space)]
     return jax.vmap(rule, in_axes=(0, 0, None, None))(thetas, obs, trace_depth, punishment)
 
 
@@ -98,11 +124,17 @@ def random_strategies(key: jax.Array, num: int, trace_depth: int, weight_scale: 
     """An initial population ``(num, num_params)`` of ``space``. Linear: ``bias`` uniform
     in ``[0, gift_max]``, trace and unknown weights normal with standard deviation
     ``weight_scale``. Reciprocal: ``opening`` uniform in ``[0, gift_max]``, ``reciprocity``
-    uniform in ``[0, RECIPROCITY_MAX]``."""
+    uniform in ``[0, RECIPROCITY_MAX]``. Sanctioning: as reciprocal, with ``standard`` and
+    ``fine`` uniform in ``[0, gift_max]`` (a population's first norms no stricter than its
+    own opening gifts)."""
     key_bias, key_w = jax.random.split(key)
     bias = gift_max * jax.random.uniform(key_bias, (num, 1))
-    if check_space(space) == "reciprocal":
-        return jnp.concatenate([bias, RECIPROCITY_MAX * jax.random.uniform(key_w, (num, 1))], axis=1)
+    if check_space(space) != "linear":
+        reciprocity = RECIPROCITY_MAX * jax.random.uniform(key_w, (num, 1))
+        if space == "reciprocal":
+            return jnp.concatenate([bias, reciprocity], axis=1)
+        norms = gift_max * jax.random.uniform(jax.random.fold_in(key_w, 1), (num, 2))
+        return jnp.concatenate([bias, reciprocity, norms], axis=1)
     weights = weight_scale * jax.random.normal(key_w, (num, trace_depth + 1))
     return jnp.concatenate([bias, weights], axis=1)
 

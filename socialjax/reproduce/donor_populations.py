@@ -41,8 +41,10 @@ LINEAR = Population("linear", 1.0, "")
 LINEAR_STINGY = Population("linear", STINGY_START, "linear, stingy start")
 RECIPROCAL = Population("reciprocal", 1.0, "reciprocal")
 RECIPROCAL_STINGY = Population("reciprocal", STINGY_START, "reciprocal, stingy start")
+SANCTIONING_STINGY = Population("sanctioning", STINGY_START, "sanctioning, stingy start")
 NAMED = {"linear": LINEAR, "linear-stingy": LINEAR_STINGY, "reciprocal": RECIPROCAL,
-         "reciprocal-stingy": RECIPROCAL_STINGY}  # a model run's setting ``population``
+         "reciprocal-stingy": RECIPROCAL_STINGY,
+         "sanctioning-stingy": SANCTIONING_STINGY}  # a model run's setting ``population``
 
 
 def generation_accounts(env, params, key: jax.Array, thetas: jax.Array, space: str = "linear") -> dict[str, jax.Array]:

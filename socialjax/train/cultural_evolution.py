@@ -20,14 +20,17 @@ gains the segments, snapshots, Ctrl-C handling and devices of
   paper's published metric;
 - ``mean_fraction_given``: the mean signed fraction chosen over all donor turns;
 - ``mean_bias``, ``mean_reciprocity``: population means of ``theta[0]`` and ``theta[1]``
-  (in the ``"reciprocal"`` strategy space: the opening gift and the reciprocity).
+  (in the ``"reciprocal"`` and ``"sanctioning"`` strategy spaces: the opening gift and the
+  reciprocity).
 
 ``DonorEvolutionConfig.strategy_space`` picks the strategies that evolve
 (:data:`socialjax.agents.donor_strategies.SPACES`): ``"linear"`` (default; a bias and
-weights on the recipient's trace) or ``"reciprocal"`` (an opening gift to a recipient
-with no history and otherwise a multiple of the recipient's last gift);
-``init_gift_max`` bounds the initial population's bias (or opening gift), uniform in
-``[0, init_gift_max]`` (default 1).
+weights on the recipient's trace), ``"reciprocal"`` (an opening gift to a recipient
+with no history and otherwise a multiple of the recipient's last gift) or
+``"sanctioning"`` (the reciprocal rule with a standard: a recipient whose last gift fell
+short of it is fined, where punishment is allowed); ``init_gift_max`` bounds the initial
+population's bias (or opening gift), uniform in ``[0, init_gift_max]`` (default 1), and
+the sanctioning space's standard and fine likewise.
 """
 
 from __future__ import annotations
@@ -66,7 +69,7 @@ class DonorEvolutionConfig:
     init_weight_scale: float = 0.5  # std of the initial trace weights
     # ours: which parametric strategies evolve (socialjax.agents.donor_strategies.SPACES)
     strategy_space: str = "linear"
-    # ours: the initial bias (linear) or opening gift (reciprocal) is uniform in [0, init_gift_max]
+    # ours: the initial bias (linear) or opening gift (reciprocal, sanctioning) is uniform in [0, init_gift_max]
     init_gift_max: float = 1.0
 
     def __post_init__(self):

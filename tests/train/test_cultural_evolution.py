@@ -67,6 +67,30 @@ def test_reciprocal_strategy_rule():
                                [-0.6, -0.6], rtol=1e-6)
 
 
+def test_sanctioning_strategy_rule():
+    """[opening, reciprocity, standard, fine]: the opening gift to a stranger, reciprocity
+    times a last gift at or above the standard, and below it a fine where punishment is
+    allowed (nothing where it is not), a punisher included."""
+    theta = jnp.array([0.3, 1.5, 0.2, 0.25])
+    obs = np.zeros(11, np.float32)
+    assert float(ds.sanctioning_fraction(theta, obs, 3)) == pytest.approx(0.3)
+    obs[8] = 1.0  # known: it gave 0, below the standard
+    assert float(ds.sanctioning_fraction(theta, obs, 3)) == 0.0
+    assert float(ds.sanctioning_fraction(theta, obs, 3, punishment=True)) == pytest.approx(-0.25)
+    obs[5] = 0.1999  # just short of the standard
+    assert float(ds.sanctioning_fraction(theta, obs, 3, punishment=True)) == pytest.approx(-0.25)
+    obs[5] = 0.2  # at the standard: reciprocated
+    assert float(ds.sanctioning_fraction(theta, obs, 3, punishment=True)) == pytest.approx(0.3)
+    obs[5] = 0.8
+    assert float(ds.sanctioning_fraction(theta, obs, 3)) == 1.0
+    obs[5] = -0.4  # it punished: below any standard >= 0
+    assert float(ds.sanctioning_fraction(theta, obs, 3, punishment=True)) == pytest.approx(-0.25)
+    strict = theta.at[3].set(3.0)  # a fine beyond the donor's resources is clipped to all of them
+    assert float(ds.sanctioning_fraction(strict, obs, 3, punishment=True)) == -1.0
+    np.testing.assert_allclose(ds.act(jnp.stack([theta, strict]), jnp.stack([obs, obs]), 3, True, "sanctioning"),
+                               [-0.25, -1.0], rtol=1e-6)
+
+
 def test_initial_populations_of_each_space():
     key = jax.random.key(3)
     linear = ds.random_strategies(key, 400, 3, 0.5, gift_max=0.1)
@@ -77,6 +101,12 @@ def test_initial_populations_of_each_space():
     assert recip.shape == (400, ds.num_params(3, "reciprocal")) == (400, 2)
     assert float(recip[:, 0].min()) >= 0 and float(recip[:, 0].max()) <= 0.1
     assert float(recip[:, 1].min()) >= 0 and 1.8 < float(recip[:, 1].max()) <= ds.RECIPROCITY_MAX
+    sanction = ds.random_strategies(key, 400, 3, 0.5, gift_max=0.1, space="sanctioning")
+    assert sanction.shape == (400, ds.num_params(3, "sanctioning")) == (400, 4)
+    np.testing.assert_array_equal(sanction[:, :2], recip)  # the reciprocal part drawn as in that space
+    norms = np.asarray(sanction[:, 2:])
+    assert (norms >= 0).all() and (norms <= 0.1).all() and norms.max() > 0.09
+    assert abs(np.corrcoef(norms[:, 0], norms[:, 1])[0, 1]) < 0.15  # standard and fine drawn apart
     with pytest.raises(ValueError, match="strategy_space must be one of"):
         DonorEvolutionConfig(strategy_space="neural")
     for bad in (1.5, -0.1, True, "0.1"):
