@@ -8,9 +8,13 @@ cooperating and a defecting policy are trained, then seated in every mix.
 
 Here, as SocialJax describes its diagrams, the cooperating policy is a population
 trained with the common reward and the defecting one a population trained with the
-individual reward (each one network shared by its 5 players). Every mix of ``k``
-cooperators among the 5 seats is played with each seat position in turn (5 rotations),
-and each seat's return per episode is the env's own reward.
+individual reward (each one network shared by its players: 5 as published, 3 at the
+small maps of the cpu scale). Every mix of ``k`` cooperators among the ``N`` seats is
+played with each seat position in turn (``N`` rotations), and each seat's return per
+episode is the env's own reward. The cpu scale draws Harvest's diagram from
+harvest-reward's cpu populations (its two-patch map), where the individual-reward
+population learns to strip the patches within a CPU run; the small, gpu and paper
+scales draw Cleanup's (and, at paper scale, Harvest's on the original map).
 """
 
 from __future__ import annotations
