@@ -173,7 +173,7 @@ def test_donor_evolution_set_reaches_the_evolution(monkeypatch, capsys):
         ["train", "donor-evolution", "--set", "survival_fraction=2"], capsys)
     assert "mutation_std must be a finite number >= 0" in cli_error(
         ["train", "donor-evolution", "--set", "mutation_std=1e999"], capsys)
-    assert "strategy_space must be one of ('linear', 'reciprocal')" in cli_error(
+    assert "strategy_space must be one of ('linear', 'reciprocal', 'sanctioning')" in cli_error(
         ["train", "donor-evolution", "--set", "strategy_space=neural"], capsys)
     assert "init_gift_max must be a number in [0, 1]" in cli_error(
         ["train", "donor-evolution", "--set", "init_gift_max=2"], capsys)
