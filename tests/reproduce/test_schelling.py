@@ -1,15 +1,14 @@
-"""schelling at small scale: diagrams from trained common- and individual-reward
-populations, consistent with their own summary rows, and a verdict read from them; at cpu
-scale (Harvest, harvest-reward's populations) the tragedy and the dilemma's diagram on
-seeds nobody sized it on."""
+"""schelling: the cpu scale seats harvest-reward's populations; trained (cut short, on
+seeds nobody sized it on) the diagram agrees with its summary rows, the verdict is read
+from them, and the tragedy and the dilemma's diagram appear. (One training: the small
+scale, Cleanup's diagram, runs the same analysis; compositions and the diagram's reading
+are tested in test_machinery.py.)"""
 
 import numpy as np
 import pytest
-from small_runs import check_verdict, optimised, reproduction_fixture, shortened
+from small_runs import check_verdict, optimised, shortened
 
 from socialjax.reproduce import get_entry, reproduce
-
-schelling = reproduction_fixture("schelling", optimise=False)  # compilation dominates
 
 
 def test_the_cpu_scale_seats_harvest_rewards_cpu_populations():
@@ -28,29 +27,7 @@ def test_the_cpu_scale_seats_harvest_rewards_cpu_populations():
 
 
 @pytest.mark.slow
-def test_the_diagrams_and_their_summary_agree_and_are_judged(schelling):
-    rep, out = schelling
-    check_verdict(rep)
-    assert [c.name for c in rep.entry.conditions_at("small")] == ["cleanup/cooperators", "cleanup/defectors"]
-    assert "harvest" not in rep.reason
-    for game in ("cleanup",):
-        C = np.stack([rep.finals[(f"{game}/cooperator", f"x={x}")] for x in range(5)], axis=1)
-        D = np.stack([rep.finals[(f"{game}/defector", f"x={x}")] for x in range(5)], axis=1)
-        assert np.isfinite(C).all() and np.isfinite(D).all()
-        np.testing.assert_array_equal(rep.finals[(game, "all_cooperate")], C[:, 4])
-        np.testing.assert_array_equal(rep.finals[(game, "all_defect")], D[:, 0])
-        np.testing.assert_allclose(rep.finals[(game, "defect_gain")], (D[:, 1:] - C[:, 1:]).mean(axis=1))
-        assert f"{np.mean(C[:, 4]):.3g} vs" in rep.reason and f"{np.mean((D - C)[:, 1:]):.3g}" in rep.reason
-        # a player's return per 250-step episode: at most one apple per step, fines at most the beams it
-        # fires plus the hits it takes; the SSD games pay no other reward
-        assert (C <= 250).all() and (D <= 250).all()
-    for cond in ("cleanup/cooperators", "cleanup/defectors"):
-        assert (out / cond / "summary.txt").exists()
-    assert (out / "figure.png").stat().st_size > 10_000
-
-
-@pytest.mark.slow
-def test_the_tragedy_and_the_dilemmas_diagram_appear_on_untuned_seeds():
+def test_the_tragedy_and_the_dilemmas_diagram_appear_on_untuned_seeds(tmp_path):
     """The cpu scale cut to 160 updates (80,000 env steps per seed), 2 seeds from 2000,
     which nobody sized it on. harvest-reward's direction in its populations: the
     individual-reward one collects its apples ever earlier in the episode, stripping the
@@ -61,8 +38,11 @@ def test_the_tragedy_and_the_dilemmas_diagram_appear_on_untuned_seeds():
     REPRODUCTIONS.md.) The diagram's: everyone cooperating above everyone defecting, and a
     defector above a cooperator at every count of other cooperators, in every seed."""
     entry = shortened(get_entry("schelling"), "cpu", 160)
+    out = tmp_path / "schelling"
     with optimised():
-        rep = reproduce(entry, "cpu", 2, base_seed=2000, progress=False)
+        rep = reproduce(entry, "cpu", 2, base_seed=2000, out=out, progress=False)
+    check_verdict(rep)
+    assert "cleanup" not in rep.reason
     common, individual = (rep.finals[(f"harvest/{role}", "sustainability")] for role in ("cooperators", "defectors"))
     assert (individual < common - 20).all(), (individual, common)
     curve = rep.curves[("harvest/defectors", "collective_return")]
@@ -71,5 +51,13 @@ def test_the_tragedy_and_the_dilemmas_diagram_appear_on_untuned_seeds():
     assert (last < best - 2).all(), (best, last)
     C = np.stack([rep.finals[("harvest/cooperator", f"x={x}")] for x in range(3)], axis=1)
     D = np.stack([rep.finals[("harvest/defector", f"x={x}")] for x in range(3)], axis=1)
+    # the summary rows are the diagram's ends and mean gap; a return counts apples, at most one per step
+    np.testing.assert_array_equal(rep.finals[("harvest", "all_cooperate")], C[:, -1])
+    np.testing.assert_array_equal(rep.finals[("harvest", "all_defect")], D[:, 0])
+    np.testing.assert_allclose(rep.finals[("harvest", "defect_gain")], (D[:, 1:] - C[:, 1:]).mean(axis=1))
+    assert ((C >= 0) & (C <= 250)).all() and ((D >= 0) & (D <= 250)).all()
     assert (rep.finals[("harvest", "all_cooperate")] > rep.finals[("harvest", "all_defect")]).all()
     assert (D > C).all(), (D, C)
+    for cond in ("harvest/cooperators", "harvest/defectors"):
+        assert (out / cond / "summary.txt").exists()
+    assert (out / "figure.png").stat().st_size > 10_000
