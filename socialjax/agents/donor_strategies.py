@@ -129,14 +129,12 @@ def random_strategies(key: jax.Array, num: int, trace_depth: int, weight_scale: 
     own opening gifts)."""
     key_bias, key_w = jax.random.split(key)
     bias = gift_max * jax.random.uniform(key_bias, (num, 1))
-    if check_space(space) != "linear":
-        reciprocity = RECIPROCITY_MAX * jax.random.uniform(key_w, (num, 1))
-        if space == "reciprocal":
-            return jnp.concatenate([bias, reciprocity], axis=1)
-        norms = gift_max * jax.random.uniform(jax.random.fold_in(key_w, 1), (num, 2))
-        return jnp.concatenate([bias, reciprocity, norms], axis=1)
-    weights = weight_scale * jax.random.normal(key_w, (num, trace_depth + 1))
-    return jnp.concatenate([bias, weights], axis=1)
+    if check_space(space) == "linear":
+        return jnp.concatenate([bias, weight_scale * jax.random.normal(key_w, (num, trace_depth + 1))], axis=1)
+    parts = [bias, RECIPROCITY_MAX * jax.random.uniform(key_w, (num, 1))]
+    if space == "sanctioning":  # standard and fine
+        parts.append(gift_max * jax.random.uniform(jax.random.fold_in(key_w, 1), (num, 2)))
+    return jnp.concatenate(parts, axis=1)
 
 
 def mutate(key: jax.Array, thetas: jax.Array, std: float | jax.Array) -> jax.Array:

@@ -8,8 +8,8 @@ cooperating and a defecting policy are trained, then seated in every mix.
 
 Here, as SocialJax describes its diagrams, the cooperating policy is a population
 trained with the common reward and the defecting one a population trained with the
-individual reward (each one network shared by its players: 5 as published, 3 at the
-small maps of the cpu scale). Every mix of ``k`` cooperators among the ``N`` seats is
+individual reward (each one network shared by its players: 5 as published, 3 on the
+small map of the cpu scale). Every mix of ``k`` cooperators among the ``N`` seats is
 played with each seat position in turn (``N`` rotations), and each seat's return per
 episode is the env's own reward. The cpu scale draws Harvest's diagram from
 harvest-reward's cpu populations (its two-patch map), where the individual-reward
@@ -48,10 +48,12 @@ from socialjax.train import as_run
 from socialjax.train.evaluation import play_seatings
 from socialjax.viz.plots import mean_ci95, pyplot
 
-PLAYERS = {"small": 5, "cpu": 3, "gpu": 5, "paper": 5}  # the published diagrams: 5
+CPU_ENV, CPU_OPTIONS = HARVEST_CPU_ENV  # the cpu scale's game (see SCALE_GAMES)
+PLAYERS = {"small": 5, "cpu": CPU_OPTIONS["num_agents"], "gpu": 5, "paper": 5}  # the published diagrams: 5
 GAMES = {"cleanup": "cleanup_ssd", "harvest": "harvest_ssd"}
 ROLES = {"cooperators": "common", "defectors": "individual"}
-EPISODE = {"small": SMALL_EPISODE, "cpu": 250, "gpu": 1000, "paper": 1000}  # one episode per eval game
+EPISODE = {"small": SMALL_EPISODE, "cpu": CPU_OPTIONS["episode_length"], "gpu": 1000,
+           "paper": 1000}  # one episode per eval game
 EVAL_ENVS = {"small": 2, "cpu": 8, "gpu": 32, "paper": 32}  # games per seating
 # cpu scale: Harvest only, on harvest-reward's cpu setting (Melting Pot's open rules on a two-patch
 # map of ours, 150,000 env steps per seed), where the individual-reward population learns to
@@ -66,7 +68,9 @@ SEEDS = {"small": 2, "cpu": HARVEST_SEEDS["cpu"], "gpu": GPU_SEEDS, "paper": 3}
 def _setting(game: str, scale: str) -> tuple[str, dict, dict]:
     """The env name, its options and the training config of ``game`` at ``scale``."""
     if scale == "cpu":
-        return HARVEST_CPU_ENV[0], dict(HARVEST_CPU_ENV[1]), dict(HARVEST_CPU)
+        if game != "harvest":
+            raise ValueError(f"schelling's cpu scale runs Harvest only, not {game!r}")
+        return CPU_ENV, dict(CPU_OPTIONS), dict(HARVEST_CPU)
     return GAMES[game], dict(num_agents=PLAYERS[scale], episode_length=EPISODE[scale]), dict(CONFIG[scale])
 
 
