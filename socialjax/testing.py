@@ -186,7 +186,13 @@ def _check_step_shapes(rules: _Rules, env, key, params) -> None:
     acts = jax.eval_shape(env.sample_actions, key, params)
     rules.chex(shaped, acts, _shapes(act_space, (n,)),
                rule=f"sample_actions must give (N={n}, *shape) of the dtype of {act_space}:")
-    step_obs, step_state, reward, done, info = jax.eval_shape(env.step, key, state, acts, params)
+    rule = (f"step must return reset's shapes and dtypes of obs and state, reward ({n},) float32 (one per agent), "
+            f'done () bool, info["terminated"] and ["truncated"] () bool, ["invalid_action"] ({n},) bool, '
+            '["invalid_params"] () bool and ["final_obs"] shaped like obs:')
+    try:
+        step_obs, step_state, reward, done, info = jax.eval_shape(env.step, key, state, acts, params)
+    except TypeError as err:  # the auto-reset found the stepped state unlike the fresh one
+        rules.check(False, f"{rule} {err}")
     rules.check(isinstance(info, dict), f"info must be a dict, got {type(info).__name__}")
     missing = [k for k in INFO_KEYS if k not in info]
     rules.check(not missing, f"info lacks {missing} (every step's info has {list(INFO_KEYS)})")
@@ -197,9 +203,7 @@ def _check_step_shapes(rules: _Rules, env, key, params) -> None:
         {"obs": obs, "state": state, "reward": jax.ShapeDtypeStruct((n,), jnp.float32), "done": flag,
          "info": {"terminated": flag, "truncated": flag, "invalid_action": flags, "invalid_params": flag,
                   "final_obs": obs}},
-        rule=f"step must return reset's shapes and dtypes of obs and state, reward ({n},) float32 (one per agent), "
-             f'done () bool, info["terminated"] and ["truncated"] () bool, ["invalid_action"] ({n},) bool, '
-             '["invalid_params"] () bool and ["final_obs"] shaped like obs:',
+        rule=rule,
     )
 
 

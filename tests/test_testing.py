@@ -177,7 +177,8 @@ def test_check_env_passes_on_the_toy_env():
         ("missing_info", r"toy: info lacks \['truncated'\]"),
         ("obs_dtype", r"toy: reset's observation must be \(N=2, \*shape\) .* types: int32 != float32"),
         ("state_shape", r"toy: step must return reset's shapes and dtypes of obs and state.* "
-                        r"'state/step': shapes: \(1,\) != \(\)"),
+                        r"toy: initial_state's state and transition's must have the same shapes and dtypes: "
+                        r"at \.step, int32\[\] and int32\[1\]"),
         ("obs_outside", r"toy: an observation lies outside Box\(0.0, 1.0"),
         ("nan_reward", "rewards must be finite"),
         ("both_ends", "never both True"),

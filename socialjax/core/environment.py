@@ -35,6 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from socialjax.core.lazy import lazy_where
 from socialjax.core.params import EnvParams, brief, is_concrete
 from socialjax.core.spaces import Box, Dict, Discrete, Space
 
@@ -172,7 +173,10 @@ class Environment(Generic[TState, TParams]):
                                                   final_obs=obs)
         key_step, key_reset = jax.random.split(key)
         state_st, reward, done, info = self.transition(key_step, state, actions, params)
-        state = _select(done, self.initial_state(key_reset, params), state_st)
+        # the fresh state is computed only on steps where some game ended (socialjax.core.lazy)
+        state = lazy_where(done, lambda key, state, params: self.initial_state(key, params),
+                           lambda key, state, params: state, key_reset, state_st, params,
+                           sides=f"{self.name}: initial_state's state and transition's")
         obs = self.get_obs(state, params)
         info = dict(info)
         info["invalid_action"] = invalid
@@ -452,11 +456,6 @@ def _outside_before_cast(actions: Any, space: Any) -> np.ndarray | None:
 def _as_jax(tree: Any) -> Any:
     """Turn numpy / Python leaves into JAX arrays (tracers pass through)."""
     return jax.tree_util.tree_map(jnp.asarray, tree)
-
-
-def _select(pred: jax.Array, on_true: Any, on_false: Any) -> Any:
-    """``jnp.where`` over two pytrees of the same structure with a scalar predicate."""
-    return jax.tree_util.tree_map(lambda a, b: jnp.where(pred, a, b), on_true, on_false)
 
 
 def _check_key(key: Any) -> None:
