@@ -5,6 +5,8 @@ mid-episode states (taken from a random-play rollout), each inside a ``lax.scan`
 ``--iters`` iterations whose inputs change every iteration (so XLA cannot hoist the
 work out of the loop). Reports microseconds per batched call and the share of the whole
 step. The phases overlap with fusion in the real step, so they do not add up exactly.
+The fresh state and the respawn draw are timed as if every game needed them: in the
+step they run only on steps where some game does (on the CPU; ``socialjax.core.lazy``).
 
     python scripts/profile_grid.py --env cleanup --batch 64
 """
@@ -99,8 +101,14 @@ def main(argv=None) -> int:
     def world(key, state):
         return env.update_world(key, state, params)
 
+    def respawn(key, state):
+        k_spawn, k_head = jax.random.split(key)
+        due = jax.random.bernoulli(key, 0.2, (n,))
+        return env._respawn(k_spawn, k_head, due, state.removed, state.pos, state.heading)
+
     phases = [("whole step (transition + reset + one observation)", step), ("transition (no observation)", transition),
-              ("observation", observe), ("reset state (for the auto-reset)", reset_state),
+              ("observation", observe), ("a fresh state (only where an episode ended)", reset_state),
+              ("respawn draw (only where a player is due back)", respawn),
               ("movement", movement), ("zap beam + hits", beams), ("world update (regrowth, dirt)", world)]
     print(f"{args.env}: {n} agents, batch {b}, {args.iters} iterations per call, median of {args.repeats}; "
           f"{jax.devices()[0].platform}")

@@ -217,6 +217,97 @@ def test_agents_0_and_1_start_inside_the_others_on_spawn_points():
         assert all(tuple(q) in spawn for q in p[2:]) and len({tuple(q) for q in p}) == 7
 
 
+def sequential_moves(order, pos, target, target_ok, present):
+    """The published rule, literally: agents in ``order`` each try their move; it
+    succeeds if the target is allowed and no present agent stands there at that moment."""
+    pos, moved = pos.copy(), np.zeros(len(pos), bool)
+    for i in order:
+        taken = any(present[j] and tuple(pos[j]) == tuple(target[i]) for j in range(len(pos)))
+        if target_ok[i] and not taken:
+            pos[i], moved[i] = target[i], True
+    return pos, moved
+
+
+@pytest.mark.parametrize("stop_when_settled", [None, True, False])
+def test_the_vectorised_resolution_moves_as_the_sequence_does_move_for_move(stop_when_settled):
+    """Crowded random states (up to 7 agents in a 4x4 box with walls, so chains, cycles
+    and contested cells are common), the same random order for both; the loop that stops
+    when settled (the CPU's) and the fixed number of passes (other backends') alike."""
+    walkable = np.ones((6, 6), bool)
+    walkable[0, :] = walkable[:, 0] = False
+    walkable[2, 3] = False
+
+    def draw(key):
+        k_pos, k_move, k_present, k_order = jax.random.split(key, 4)
+        box = jnp.asarray([(r, c) for r in range(1, 5) for c in range(1, 5)], jnp.int32)
+        pos = box[E.random_order(k_pos, 16, 7)]
+        step = jnp.asarray(np.vstack([C.DIRECTIONS, [[0, 0]]]))[jax.random.randint(k_move, (7,), 0, 5)]
+        present = jax.random.bernoulli(k_present, 0.85, (7,))
+        wants = jnp.any(step != 0, axis=1)
+        target = pos + step
+        new_pos, moved = E.resolve_moves(k_order, pos, target, wants, jnp.asarray(walkable), present,
+                                         stop_when_settled)
+        ok = E.gather(jnp.asarray(walkable), target, False) & wants & present
+        return pos, target, ok, present, E.random_order(k_order, 7), new_pos, moved
+
+    out = [np.asarray(x) for x in jax.jit(jax.vmap(draw))(jax.random.split(jax.random.key(11), 3000))]
+    chains = 0
+    for pos, target, ok, present, order, new_pos, moved in zip(*out):
+        want_pos, want_moved = sequential_moves(order, pos, target, ok, present)
+        np.testing.assert_array_equal(new_pos, want_pos)
+        np.testing.assert_array_equal(moved, want_moved)
+        stands = (target[:, None] == pos[None]).all(-1) & present[None]
+        chains += bool((ok & stands.any(1)).any())
+    assert chains > 1000  # the states were crowded: most had an agent moving towards another
+
+
+def rule_views(env, cells, pos, heading, present):
+    """Each agent's window by the documented rule, cell by cell (numpy)."""
+    h, w = cells.shape
+    out = np.empty((len(pos),) + env.offsets.shape[1:3], np.uint8)
+    for i in range(len(pos)):
+        for r in range(out.shape[1]):
+            for c in range(out.shape[2]):
+                cell = pos[i] + env.offsets[heading[i], r, c]
+                if env.torus:
+                    cell = cell % (h, w)
+                if not present[i] or not (0 <= cell[0] < h and 0 <= cell[1] < w):
+                    out[i, r, c] = C.OUTSIDE
+                    continue
+                out[i, r, c] = cells[tuple(cell)]
+                for j in range(len(pos)):
+                    if present[j] and tuple(pos[j]) == tuple(cell):
+                        out[i, r, c] = C.AGENT_BASE + 4 * j + (heading[j] - heading[i]) % 4
+    return out
+
+
+@pytest.mark.parametrize("name,options", [("harvest_open", dict(num_agents=4, view=(5, 2, 3))),
+                                          ("territory_rooms", dict(num_agents=3, view=(4, 4, 4)))])
+def test_views_show_the_map_and_the_players_as_the_rule_says(name, options):
+    env = sj.make(name, **options)
+
+    def states(key):
+        _, state = env.reset(key)
+
+        def body(state, k):
+            ka, ks = jax.random.split(k)
+            new = env.step(ks, state, env.sample_actions(ka))[1]
+            return new, new
+
+        return jax.lax.scan(body, state, jax.random.split(key, 12))[1]
+
+    batch = jax.jit(jax.vmap(states))(jax.random.split(jax.random.key(5), 4))
+    flat = jax.tree_util.tree_map(lambda x: np.asarray(x).reshape((-1,) + x.shape[2:]), batch)
+    # some players removed, so that their views and their absence are both checked
+    present = np.random.default_rng(0).random(flat.removed.shape) > 0.2
+    views = np.asarray(jax.jit(jax.vmap(lambda s, p: E.egocentric_views(s.cells, s.pos, s.heading, p, env.view,
+                                                                      env.torus)))(flat, jnp.asarray(present)))
+    for b in range(len(views)):
+        np.testing.assert_array_equal(views[b], rule_views(env, flat.cells[b], flat.pos[b], flat.heading[b],
+                                                           present[b]))
+    assert (views >= C.AGENT_BASE).any()  # players were in sight
+
+
 # ------------------------------------------------------------------------------ regrowth
 def test_neighbourhoods():
     assert len(E.neighbour_offsets(4)) == 12  # Euclidean distance <= 2

@@ -46,6 +46,7 @@ import numpy as np
 from flax import struct
 
 from socialjax.core.environment import Environment, stacked_observations, stacked_space
+from socialjax.core.lazy import lazy_where
 from socialjax.core.params import EnvParams, param
 from socialjax.core.spaces import Box, Dict, Discrete
 from socialjax.envs.grid import constants as C
@@ -304,10 +305,8 @@ class GridEnv(Environment):
         was_removed = ~present
         removed = jnp.where(was_removed, jnp.maximum(new.removed - 1, 0), new.removed)
         due = was_removed & (removed == 0)
-        agents_now = E.agent_grid(self.map.shape, pos, (removed == 0) & ~due)
-        spawn = E.random_free_points(k_spawn, jnp.asarray(self.spawn_points), agents_now, due)
-        pos = jnp.where(due[:, None], spawn, pos)
-        heading = jnp.where(due, jax.random.randint(k_head, (n,), 0, 4, jnp.int32), heading)
+        # drawn only on steps where some game has a player coming back (socialjax.core.lazy)
+        pos, heading = lazy_where(jnp.any(due), self._respawn, _stay, k_spawn, k_head, due, removed, pos, heading)
         # removed agents get no reward
         reward = jnp.where(present, reward, 0.0)
         # 6. episode end
@@ -333,15 +332,24 @@ class GridEnv(Environment):
         }
         return new, reward, terminated | truncated, info
 
+    def _respawn(self, k_spawn, k_head, due, removed, pos, heading):
+        """Players ``due`` back on the map at distinct random free spawn points, each
+        with a random heading."""
+        agents_now = E.agent_grid(self.map.shape, pos, (removed == 0) & ~due)
+        spawn = E.random_free_points(k_spawn, jnp.asarray(self.spawn_points), agents_now, due)
+        pos = jnp.where(due[:, None], spawn, pos)
+        heading = jnp.where(due, jax.random.randint(k_head, (self.num_agents,), 0, 4, jnp.int32), heading)
+        return pos, heading
+
     # ------------------------------------------------------------------ observation
     def get_obs(self, state: GridState, params) -> dict:
         present = state.removed == 0
-        world = E.world_codes(state.cells, state.pos, state.heading, present)
-        view = E.egocentric_views(world, state.pos, state.heading, present, self.offsets, self.torus)
+        view = E.egocentric_views(state.cells, state.pos, state.heading, present, self.view, self.torus)
         ready = (state.zap_cooldown == 0) & present
         out = {"ready_to_zap": ready.astype(jnp.uint8)}
         if self.obs_mode == "rgb":
-            under = E.egocentric_views(state.cells, state.pos, state.heading, present, self.offsets, self.torus)
+            under = E.egocentric_views(state.cells, state.pos, state.heading, present, self.view, self.torus,
+                                       draw_agents=False)
             out["rgb"] = R.codes_to_rgb(view, self.atlas, under, self.alpha)
         else:
             out["grid"] = view
@@ -409,6 +417,11 @@ class GridEnv(Environment):
         else:
             spaces["grid"] = Box(0, top, (vh, vw), jnp.uint8)
         return Dict(spaces)
+
+
+def _stay(k_spawn, k_head, due, removed, pos, heading):
+    """:meth:`GridEnv._respawn` on a step where nobody is due: positions and headings kept."""
+    return pos, heading
 
 
 class SSDFines:

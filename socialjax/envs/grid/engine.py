@@ -8,6 +8,8 @@ rays) is precomputed with numpy for the four headings; per step it is a gather.
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -144,30 +146,64 @@ def move_targets(pos: jax.Array, heading: jax.Array, rel_move: jax.Array) -> tup
 
 
 def resolve_moves(
-    key: jax.Array, pos: jax.Array, target: jax.Array, wants: jax.Array, walkable: jax.Array, present: jax.Array
+    key: jax.Array, pos: jax.Array, target: jax.Array, wants: jax.Array, walkable: jax.Array, present: jax.Array,
+    stop_when_settled: bool | None = None,
 ) -> tuple[jax.Array, jax.Array]:
     """Agents try their moves one at a time in a uniformly random order; a move succeeds
     if the target is walkable and empty at that moment. So a chain resolves when the
     front agent goes first, contested cells go to a random contender, and two agents
     never share a cell or swap through each other.
 
+    Computed for all agents at once, with the outcome of that sequence: agent ``i`` (its
+    turn ``rank[i]`` in the order) moves if its target is walkable, the agent standing
+    there (if any) left on an earlier turn, and no rival for the same cell able to move
+    came earlier. Who left when depends on the agents ahead in a chain, so this is
+    repeated until nothing changes (one pass more than the longest chain; a cycle of
+    agents each waiting for the next never moves, as in the sequence).
+
+    With ``stop_when_settled`` the passes stop as soon as nothing changes (a
+    ``while_loop``: what the CPU does by default); without, all ``N`` passes run (enough
+    for the longest chain; the default elsewhere, where a loop's test would wait on the
+    host every pass). Both give the same moves.
+
     ``walkable (H, W) bool``. Returns ``(new_pos (N, 2), moved (N,) bool)``.
     """
     n = pos.shape[0]
-    order = random_order(key, n)
+    rank = jnp.zeros(n, jnp.int32).at[random_order(key, n)].set(jnp.arange(n, dtype=jnp.int32))
     target_ok = gather(walkable, target, False) & wants & present
-    moved = jnp.zeros(n, bool)
-    agent_ids = jnp.arange(n)
-    for k in range(n):  # n is static and small: unrolled
-        i = order[k]
-        mine = agent_ids == i
-        t = target[i]
-        # the target is free if no present agent currently stands on it
-        taken = jnp.any(present & jnp.all(pos == t, axis=1))
-        ok = target_ok[i] & ~taken
-        pos = jnp.where(mine[:, None] & ok, t, pos)
-        moved = moved | (mine & ok)
-    return pos, moved
+    # stands_on[i, k]: present agent k stands on agent i's target at the start
+    stands_on = jnp.all(target[:, None, :] == pos[None, :, :], axis=-1) & present[None, :]
+    earlier_rival = (jnp.all(target[:, None, :] == target[None, :, :], axis=-1) & target_ok[None, :]
+                     & (rank[None, :] < rank[:, None]))
+
+    def moves(moved):
+        left_on = jnp.where(moved, rank, n)  # the turn each agent left its cell (n: never)
+        free_after = jnp.max(jnp.where(stands_on, left_on[None, :], -1), axis=1)  # -1: free from the start
+        able = target_ok & (rank > free_after)
+        return able & ~jnp.any(earlier_rival & able[None, :], axis=1)
+
+    def again(carry):
+        return carry[1]
+
+    def next_pass(carry):
+        moved = moves(carry[0])
+        return moved, jnp.any(moved != carry[0])
+
+    def until_settled(first, waiting):
+        return jax.lax.while_loop(again, next_pass, (first, waiting))[0]
+
+    def all_passes(first, waiting):
+        for _ in range(n - 1):
+            first = moves(first)
+        return first
+
+    first = moves(jnp.zeros(n, bool))
+    waiting = jnp.any(target_ok & jnp.any(stands_on, axis=1))  # someone's target is occupied: a chain
+    if stop_when_settled is None:
+        moved = jax.lax.platform_dependent(first, waiting, cpu=until_settled, default=all_passes)
+    else:
+        moved = (until_settled if stop_when_settled else all_passes)(first, waiting)
+    return jnp.where(moved[:, None], target, pos), moved
 
 
 # --------------------------------------------------------------------------------- beams
@@ -250,22 +286,74 @@ def top_code(num_agents: int) -> int:
 
 
 def egocentric_views(
-    world: jax.Array, pos: jax.Array, heading: jax.Array, present: jax.Array, offsets: np.ndarray,
-    torus: bool = False,
+    cells: jax.Array, pos: jax.Array, heading: jax.Array, present: jax.Array, view: tuple[int, int, int],
+    torus: bool = False, draw_agents: bool = True,
 ) -> jax.Array:
-    """``(N, Vh, Vw) uint8`` windows cut from ``world`` (see :func:`world_codes`),
-    rotated to each agent's heading. Other agents' headings become relative to the
-    viewer's. Off-map cells read ``OUTSIDE`` (with ``torus`` there are none: the window
-    wraps around the edges); a removed agent sees ``OUTSIDE`` everywhere."""
-    cells = pos[:, None, None, :] + jnp.asarray(offsets)[heading]
+    """``(N, Vh, Vw) uint8`` windows of the map ``cells`` (no agents in it), ``view =
+    (ahead, behind, side)``, rotated to each agent's heading (the agent faces up, on row
+    ``ahead``, column ``side``: the geometry of :func:`window_offsets`). With
+    ``draw_agents`` each present agent ``j`` appears as ``AGENT_BASE + 4 j + h``, ``h``
+    its heading relative to the viewer's (the viewer's own cell shows itself facing 0);
+    without, the windows show the bare map. Off-map cells read ``OUTSIDE`` (with ``torus``
+    there are none: the window wraps around the edges); a removed agent sees ``OUTSIDE``
+    everywhere.
+
+    Cut as blocks, not cell by cell: the map (agents drawn with absolute headings) is
+    padded as far as any window reaches, each agent's window is sliced as one square
+    block (:func:`window_slices` says where, for each heading), turned so that the agent
+    faces up, and cropped; then the agent codes in it are turned to the viewer's heading."""
+    size, turns, starts, pad_low, pad_high = window_slices(view)
+    ahead, behind, side = view
+    n = pos.shape[0]
+    h, w = cells.shape
+    world = cells
+    if draw_agents:
+        rows = jnp.where(present, pos[:, 0], h)  # removed agents: dropped
+        world = cells.at[rows, pos[:, 1]].set((C.AGENT_BASE + 4 * jnp.arange(n) + heading).astype(cells.dtype),
+                                              mode="drop")
     if torus:
-        cells = wrap(cells, world.shape)
-    view = gather(world, cells, C.OUTSIDE).astype(jnp.int32)
-    is_agent = view >= C.AGENT_BASE
-    rel = (view - C.AGENT_BASE - heading[:, None, None]) % 4
-    view = jnp.where(is_agent, view - (view - C.AGENT_BASE) % 4 + rel, view)
-    view = jnp.where(present[:, None, None], view, C.OUTSIDE)
-    return view.astype(jnp.uint8)
+        world = world[np.arange(-pad_low[0], h + pad_high[0]) % h][:, np.arange(-pad_low[1], w + pad_high[1]) % w]
+    else:
+        world = jnp.pad(world, tuple(zip(pad_low, pad_high)), constant_values=C.OUTSIDE)
+    corner = pos + jnp.asarray(starts + pad_low)[heading]
+    blocks = jax.vmap(lambda r, c: jax.lax.dynamic_slice(world, (r, c), (size, size)))(corner[:, 0], corner[:, 1])
+    turned = jnp.stack([jnp.rot90(blocks, k, axes=(1, 2))[:, : ahead + behind + 1, : 2 * side + 1]
+                        for k in range(4)], axis=1)
+    views = jnp.take_along_axis(turned, jnp.asarray(turns)[heading][:, None, None, None], axis=1)[:, 0]
+    if draw_agents:  # agent j's heading, relative to the viewer's (uint8 wraps by 256, a multiple of 4)
+        agent = views >= C.AGENT_BASE
+        relative = (views - C.AGENT_BASE - heading[:, None, None].astype(views.dtype)) % 4
+        views = jnp.where(agent, views - (views - C.AGENT_BASE) % 4 + relative, views)
+    return jnp.where(present[:, None, None], views, jnp.asarray(C.OUTSIDE, cells.dtype))
+
+
+@functools.cache
+def window_slices(view: tuple[int, int, int]) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Where :func:`egocentric_views` slices each heading's window: the block's side
+    ``L = max(Vh, Vw)``; for each heading the quarter turns ``k`` (``np.rot90``) that
+    make the agent face up and the block's corner relative to the agent (``(4, 2)``),
+    found from :func:`window_offsets` (the window's cell at ``(r, c)`` is the block's
+    cell that ``np.rot90(block, k)[r, c]`` reads); and the padding below and above the
+    map (rows, columns) that every block needs."""
+    offsets = window_offsets(*view)  # (4, Vh, Vw, 2) map offsets
+    vh, vw = offsets.shape[1:3]
+    size = max(vh, vw)
+    r, c = np.meshgrid(np.arange(vh), np.arange(vw), indexing="ij")
+    last = size - 1
+    read = [(r, c), (c, last - r), (last - r, last - c), (last - c, r)]  # np.rot90(block, k)[r, c] = block[read[k]]
+    turns, starts = [], []
+    for heading in range(4):
+        for k, (rows, cols) in enumerate(read):
+            corner = offsets[heading] - np.stack([rows, cols], axis=-1)
+            if (corner == corner[0, 0]).all():
+                turns.append(k)
+                starts.append(corner[0, 0])
+                break
+    starts = np.asarray(starts, np.int32)
+    plan = (np.asarray(turns, np.int32), starts, np.maximum(-starts.min(0), 0), np.maximum(starts.max(0) + last, 0))
+    for array in plan:  # cached: shared by every caller
+        array.setflags(write=False)
+    return (size, *plan)
 
 
 # ------------------------------------------------------------------------------- growth
