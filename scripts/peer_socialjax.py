@@ -1,15 +1,17 @@
 """SocialJax's own Clean Up, timed the way ``scripts/gpu_check.py`` times ours, so that
 every ratio is measured in one run on one machine (the check's ``peer-env`` and
-``peer-train`` parts start this script; it is not meant to be run by hand).
+``peer-train`` parts and ``scripts/peer_ratio.py`` start this script; it is not meant to
+be run by hand).
 
 It runs in a process of its own with SocialJax's checkout (cooperativex/SocialJax,
 9df972d) first on the path: that package is also called ``socialjax``. Stand-ins for
 the imports the timing does not use come from ``scripts/peer_stubs``.
 
-- ``--what env``: their ``clean_up`` (7 players, ``cnn=True``) under uniformly random
-  actions: one jitted ``lax.scan`` of T steps of a vmap over B games, observations and
-  rewards summed inside the loop (as :mod:`socialjax.bench` does for ours); compile
-  time apart, then the median of ``--repeats`` calls.
+- ``--what env``: their ``clean_up`` or ``harvest_common_open`` (``--env``; 7 players,
+  ``cnn=True``, individual rewards) under uniformly random actions: one jitted
+  ``lax.scan`` of T steps of a vmap over B games, observations and rewards summed
+  inside the loop (as :mod:`socialjax.bench` does for ours); compile time apart, then
+  the median of ``--repeats`` calls.
 - ``--what train``: their ``algorithms/IPPO/ippo_cnn_cleanup.py`` ``make_train`` on
   their configuration files (``ippo_base.yaml``, ``ippo_cnn_cleanup.yaml``,
   ``reward/<--reward>.yaml``) with the batch set from the command line, jitted whole,
@@ -65,7 +67,7 @@ def bench_env(args, row) -> None:
 
     import socialjax
 
-    env = socialjax.make("clean_up", num_agents=7, num_inner_steps=1000, cnn=True, jit=True, shared_rewards=False)
+    env = socialjax.make(args.env, num_agents=7, num_inner_steps=1000, cnn=True, jit=True, shared_rewards=False)
     n, actions_n = env.num_agents, env.action_space().n
     for batch in args.batch_sizes:
         steps = max(10, min(10_000, args.budget // batch))
@@ -90,7 +92,7 @@ def bench_env(args, row) -> None:
         program, compile_s = compiled(jax.jit(run), key)
         times = timed(lambda: program(key), args.repeats)
         med = statistics.median(times)
-        row({"what": "env", "env": "SocialJax clean_up", "num_agents": n, "batch": batch, "steps": steps,
+        row({"what": "env", "env": f"SocialJax {args.env}", "num_agents": n, "batch": batch, "steps": steps,
              "compile_s": compile_s, "times_s": times, "median_s": med, "env_steps_per_s": batch * steps / med,
              "agent_steps_per_s": batch * steps * n / med})
 
@@ -135,6 +137,7 @@ def main(argv=None) -> int:
     p.add_argument("--peer", type=Path, required=True, help="SocialJax checkout (cooperativex/SocialJax)")
     p.add_argument("--what", choices=("env", "train"), required=True)
     p.add_argument("--rows", required=True, help="JSON-lines file the measurements are appended to")
+    p.add_argument("--env", choices=("clean_up", "harvest_common_open"), default="clean_up", help="env: their game")
     p.add_argument("--batch-sizes", type=lambda s: [int(x) for x in s.split(",")], default=[4096])
     p.add_argument("--budget", type=int, default=2_000_000, help="env: env-steps per timed call")
     p.add_argument("--repeats", type=int, default=3)
