@@ -217,6 +217,28 @@ def test_agents_0_and_1_start_inside_the_others_on_spawn_points():
         assert all(tuple(q) in spawn for q in p[2:]) and len({tuple(q) for q in p}) == 7
 
 
+@pytest.mark.parametrize("n,k", [(1, None), (7, None), (7, 3), (16, None), (17, 5), (60, 7)])
+def test_a_random_order_is_the_top_k_of_the_draws_however_it_is_ranked(n, k):
+    """Up to PAIRWISE_MAX items the order comes from pairwise ranks, above from top_k: the
+    same indices either way (and the ranks are its inverse)."""
+    keys = jax.random.split(jax.random.key(2), 2000)
+    order = jax.vmap(lambda key: E.random_order(key, n, k))(keys)
+    top = jax.vmap(lambda key: jax.lax.top_k(jax.random.uniform(key, (n,)), n if k is None else k)[1])(keys)
+    np.testing.assert_array_equal(order, top)
+    if n <= E.PAIRWISE_MAX:
+        full = jax.vmap(lambda key: E.random_order(key, n))(keys)
+        ranks = jax.vmap(lambda key: E.random_ranks(key, n))(keys)
+        np.testing.assert_array_equal(np.take_along_axis(np.asarray(ranks), np.asarray(full), 1),
+                                      np.tile(np.arange(n), (len(keys), 1)))
+
+
+def test_equal_draws_rank_by_index_as_top_k_orders_them():
+    values = jnp.array([0.5, 0.5, 0.1, 0.5, 0.9, 0.1])
+    ranks = E.descending_ranks(values)
+    np.testing.assert_array_equal(ranks, [1, 2, 4, 3, 0, 5])
+    np.testing.assert_array_equal(jax.lax.top_k(values, 6)[1][ranks], np.arange(6))
+
+
 def sequential_moves(order, pos, target, target_ok, present):
     """The published rule, literally: agents in ``order`` each try their move; it
     succeeds if the target is allowed and no present agent stands there at that moment."""

@@ -95,12 +95,36 @@ def straight_beam(length: int) -> Rays:
 
 
 # ------------------------------------------------------------------------------ helpers
+#: up to this many items, a random order is ranked by comparing every pair of draws
+#: (cheaper on the CPU than XLA's ``top_k`` for a handful of players); above, ``top_k``
+PAIRWISE_MAX = 16
+
+
 def random_order(key: jax.Array, n: int, k: int | None = None) -> jax.Array:
     """The first ``k`` (default all ``n``) entries of a uniformly random permutation of
-    ``range(n)``: the indices of the ``k`` largest of ``n`` uniform draws. Same
-    distribution as ``jax.random.permutation(key, n)[:k]`` (ties have probability ~0),
-    cheaper because ``top_k`` avoids a full sort (BENCHMARKS.md, gridworlds)."""
+    ``range(n)``: the indices of the ``k`` largest of ``n`` uniform draws, largest first.
+    Same distribution as ``jax.random.permutation(key, n)[:k]`` (ties have probability
+    ~0), cheaper because ``top_k`` avoids a full sort (BENCHMARKS.md, gridworlds), or for
+    ``n <= PAIRWISE_MAX`` the inverse of :func:`random_ranks` (the same indices)."""
+    if n <= PAIRWISE_MAX:
+        order = jnp.zeros(n, jnp.int32).at[random_ranks(key, n)].set(jnp.arange(n, dtype=jnp.int32))
+        return order if k is None else order[:k]
     return jax.lax.top_k(jax.random.uniform(key, (n,)), n if k is None else k)[1]
+
+
+def random_ranks(key: jax.Array, n: int) -> jax.Array:
+    """Each item's place (0 first) in the order :func:`random_order` draws from ``key``:
+    ``random_ranks(key, n)[random_order(key, n)] == arange(n)``."""
+    return descending_ranks(jax.random.uniform(key, (n,)))
+
+
+def descending_ranks(values: jax.Array) -> jax.Array:
+    """``(n,) int32``: how many of ``values`` come before each in descending order, equal
+    values by index (``top_k``'s order: ``top_k(values, n)[1][rank[i]] == i``)."""
+    index = jnp.arange(values.shape[0])
+    before = (values[None, :] > values[:, None]) | ((values[None, :] == values[:, None])
+                                                     & (index[None, :] < index[:, None]))
+    return jnp.sum(before, axis=1, dtype=jnp.int32)
 
 
 def wrap(cells: jax.Array, shape: tuple[int, int]) -> jax.Array:
@@ -169,7 +193,7 @@ def resolve_moves(
     ``walkable (H, W) bool``. Returns ``(new_pos (N, 2), moved (N,) bool)``.
     """
     n = pos.shape[0]
-    rank = jnp.zeros(n, jnp.int32).at[random_order(key, n)].set(jnp.arange(n, dtype=jnp.int32))
+    rank = random_ranks(key, n)
     target_ok = gather(walkable, target, False) & wants & present
     # stands_on[i, k]: present agent k stands on agent i's target at the start
     stands_on = jnp.all(target[:, None, :] == pos[None, :, :], axis=-1) & present[None, :]
