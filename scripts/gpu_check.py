@@ -138,6 +138,7 @@ PARTS = (
     Part("peer-env", 60, needs_peer=True),
     Part("peer-train", 70, needs_peer=True),
     Part("determinism", 60),
+    Part("profile-env", 90),  # the simulator alone: where a Clean Up step's device time goes
     Part("aggregate-looped", 150),
     Part("aggregate-patch", 150),
     *(Part(f"reproduce-{name}", 480) for name in GPU_ENTRIES if name not in ("cleanup-reward", "harvest-reward")),
@@ -155,6 +156,7 @@ CALLS = {
 ENVS = ("cleanup", "harvest_open", "gathering", "coins", "territory_rooms", "ipd", "donor_game")
 BATCH_SIZES = (4096, 65536)
 ENV_STEP_BUDGET = 8_000_000  # env-steps per timed call (T = clip(budget // B, 10, 10000))
+PROFILE_ENV_STEPS = 20  # steps of the one traced call of part profile-env (a trace of every kernel of every step)
 # (b) SocialJax's IPPO configuration for Clean Up (cooperativex/SocialJax algorithms/IPPO/config/ippo_base.yaml):
 # 256 games x 1000 steps, 2 epochs of 500 minibatches; our preset cleanup-ippo-paper holds it
 PAPER_PRESET = "cleanup-ippo-paper"
@@ -363,6 +365,33 @@ def worker_profile(row, tiny: bool, out: str, **_):
     row({"wall_s": wall, "num_envs": config.num_envs, "rollout_len": config.rollout_len, **summary})
 
 
+def worker_profile_env(row, tiny: bool, **_):
+    """One call of the environment benchmark's program (``socialjax.bench.make_run``:
+    Clean Up, random play, observations summed) under ``jax.profiler`` at each of
+    ``BATCH_SIZES``: device time by kernel."""
+    import jax
+
+    import socialjax as sj
+    from socialjax.bench import make_run
+
+    env = sj.make(TINY_ENVS[1] if tiny else "cleanup")
+    for batch in TINY_BATCH_SIZES if tiny else BATCH_SIZES:
+        steps = 10 if tiny else PROFILE_ENV_STEPS
+        program = make_run(env, batch, steps).lower(jax.random.key(0)).compile()
+        jax.block_until_ready(program(jax.random.key(0)))  # warm: the trace holds one call alone
+        with tempfile.TemporaryDirectory() as folder:
+            t0 = time.perf_counter()
+            with jax.profiler.trace(folder, create_perfetto_trace=True):
+                jax.block_until_ready(program(jax.random.key(1)))
+            wall = time.perf_counter() - t0
+            traces = sorted(Path(folder).rglob("perfetto_trace.json.gz"))
+            if not traces:
+                raise RuntimeError("jax.profiler wrote no perfetto trace")
+            summary = summarise_trace(json.loads(gzip.decompress(traces[0].read_bytes())))
+        row({"env": env.name, "batch": batch, "steps": steps, "wall_s": wall,
+             "env_steps_per_s_traced": batch * steps / wall, **summary})
+
+
 def summarise_trace(trace: dict) -> dict:
     """Device time of a perfetto trace: total busy time, the share under each name
     scope of the update (``rollout``, ``learn``; found in the events' arguments, which
@@ -408,7 +437,7 @@ WORKERS: dict[str, Callable] = {
     "train-mappo": worker_train, "train-irat": worker_train,
     "sweep": worker_sweep, "aggregate": worker_aggregate, "aggregate-looped": worker_aggregate,
     "aggregate-patch": worker_aggregate,
-    "determinism": worker_determinism, "profile": worker_profile,
+    "determinism": worker_determinism, "profile": worker_profile, "profile-env": worker_profile_env,
     **{f"reproduce-{name}": worker_reproduce for name in GPU_ENTRIES},
 }
 
@@ -704,6 +733,19 @@ def _table_profile(rows):
     return out
 
 
+def _table_profile_env(rows):
+    out = []
+    for r in rows:
+        busy = r["device_busy_s"]
+        out += ["", f"{r['env']}, {r['batch']} games x {r['steps']} steps of random play under the profiler: "
+                    f"{r['wall_s']:.3f} s wall ({r['env_steps_per_s_traced']:,.0f} env-steps/s traced), device busy "
+                    f"{busy:.3f} s in {r['kernel_events']} kernel events.",
+                "", "| kernel | calls | total s | share of busy |", "|---|---:|---:|---:|"]
+        out += [f"| `{k['name'][:80]}` | {k['calls']} | {k['total_s']:.4f} | {k['total_s'] / max(busy, 1e-12):.0%} |"
+                for k in r["top_kernels"]]
+    return out
+
+
 def _table_reproduce(rows):
     out = []
     for r in rows:
@@ -737,7 +779,7 @@ TABLES = {"envs": _table_envs, "train-shared-cnn": _table_train, "train-shared-c
           "peer-train": _table_peer, "sweep": _table_sweep, "aggregate": _table_aggregate,
           "aggregate-peer": _table_aggregate, "aggregate-looped": _table_aggregate,
           "aggregate-patch": _table_aggregate, "determinism": _table_determinism,
-          "profile": _table_profile, "tests": _table_tests,
+          "profile": _table_profile, "profile-env": _table_profile_env, "tests": _table_tests,
           **{f"reproduce-{name}": _table_reproduce for name in GPU_ENTRIES}}
 
 

@@ -23,10 +23,11 @@ names the model part, e.g. ``--device h100``):
 - ``determinism``, ``determinism-flag``: ``gpu_determinism.json``, table
   ``determinism-MODEL`` (``determinism-h200``).
 
-Not recorded, and said so: ``profile`` (no table renders a profile of the training
-update: BENCHMARKS.md's ``grid-profile`` is ``scripts/profile_grid.py``'s grid-step
-phases), ``reproduce-*`` (``measurements/reproductions/`` has no table of the ``gpu``
-scale; the part's figure, table and summary are under ``OUT/reproduce-NAME/``),
+Not recorded, and said so: ``profile`` and ``profile-env`` (no table renders a profile
+of the training update or of the simulator by kernel: BENCHMARKS.md's ``grid-profile``
+is ``scripts/profile_grid.py``'s grid-step phases), ``reproduce-*``
+(``measurements/reproductions/`` has no table of the ``gpu`` scale; the part's figure,
+table and summary are under ``OUT/reproduce-NAME/``),
 ``tests`` (no table of the GPU's share of the suite), skipped parts and parts without
 rows. A part that failed or ran out of time keeps the rows it finished; their notes say
 so. A record already in its family (same values, same provenance) is not added again.
@@ -98,6 +99,8 @@ UNMAPPED = {
                  "the published one); its verdict is in OUT/gpu_check.md and its figure, table and summary under "
                  "OUT/{part}/",
     "tests": "no table holds the GPU's share of the tests (its counts and failures are in OUT/gpu_check.md)",
+    "profile-env": "no table renders a profile of the simulator by kernel (BENCHMARKS.md's grid-profile is "
+                   "scripts/profile_grid.py's grid-step phases on the CPU); its kernels are in OUT/gpu_check.md",
 }
 PEER = "SocialJax `ippo_cnn_cleanup.py` (the --peer checkout), one shared network"
 

@@ -36,7 +36,8 @@ TRACED_TRAIN = [name for name in gpu_check.TRAIN_VARIANTS if name not in TINY_TR
 # determinism, training and tests parts
 TINY_PARTS = [p.name for p in gpu_check.PARTS
               if not p.needs_peer and (p.name in gpu_check.CALLS[1][0] or p.name in TINY_TRAIN
-                                       or p.name in ("determinism", "tests", "reproduce-cleanup-reward"))]
+                                       or p.name in ("determinism", "profile-env", "tests",
+                                                     "reproduce-cleanup-reward"))]
 
 
 @pytest.fixture(scope="module")
@@ -104,6 +105,9 @@ def test_the_tiny_check_measures_what_the_rows_say(tiny_report):
     assert all(0 <= r["max_abs_diff"] < 1e-2 for r in chunks)
     (profile,) = parts["profile"]["rows"]
     assert profile["wall_s"] > 0 and profile["device_busy_s"] <= profile["wall_s"]
+    (env_profile,) = parts["profile-env"]["rows"]
+    assert (env_profile["env"], env_profile["batch"]) == ("cleanup", gpu_check.TINY_BATCH_SIZES[0])
+    assert env_profile["wall_s"] > 0 and env_profile["device_busy_s"] <= env_profile["wall_s"]
     (rep,) = parts["reproduce-cleanup-reward"]["rows"]
     assert (rep["entry"], rep["scale"], rep["seeds"]) == tuple(gpu_check.TINY_REPRODUCE.values())
     assert rep["verdict"] in VERDICTS and len(rep["rows"]) == len(ENTRIES[rep["entry"]].keys("small"))
