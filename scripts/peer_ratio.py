@@ -34,20 +34,20 @@ HERE = Path(__file__).resolve().parent
 PAIRS = {"cleanup": "clean_up", "harvest_open": "harvest_common_open"}
 
 
-def ours(env: str, games: int, steps: int, repeats: int, folder: Path) -> float:
+def ours(env: str, games: int, steps: int, repeats: int, folder: Path, pin: list[str]) -> float:
     """Env-steps per second of our ``env`` (median of ``repeats`` calls), in a new process."""
     out = folder / f"ours-{env}.json"
-    run([sys.executable, str(HERE / "bench_envs.py"), "--envs", env, "--batch-sizes", str(games),
+    run([*pin, sys.executable, str(HERE / "bench_envs.py"), "--envs", env, "--batch-sizes", str(games),
          "--budget", str(games * steps), "--repeats", str(repeats), "--json", str(out), "--overwrite"])
     (row,) = json.loads(out.read_text())["results"]
     return float(row["env_steps_per_s"])
 
 
-def theirs(peer: Path, env: str, games: int, steps: int, repeats: int, folder: Path) -> float:
+def theirs(peer: Path, env: str, games: int, steps: int, repeats: int, folder: Path, pin: list[str]) -> float:
     """Env-steps per second of SocialJax's ``env``, the same way, in a new process."""
     rows = folder / f"theirs-{env}.jsonl"
     rows.unlink(missing_ok=True)
-    run([sys.executable, str(HERE / "peer_socialjax.py"), "--peer", str(peer), "--what", "env", "--env", env,
+    run([*pin, sys.executable, str(HERE / "peer_socialjax.py"), "--peer", str(peer), "--what", "env", "--env", env,
          "--rows", str(rows), "--batch-sizes", str(games), "--budget", str(games * steps),
          "--repeats", str(repeats)])
     (row,) = [json.loads(line) for line in rows.read_text().splitlines()]
@@ -68,15 +68,20 @@ def main(argv=None) -> int:
     p.add_argument("--steps", type=int, default=200)
     p.add_argument("--repeats", type=int, default=5, help="timed calls per process (median)")
     p.add_argument("--rounds", type=int, default=3, help="alternated rounds per pair")
+    p.add_argument("--taskset", default=None, metavar="CPUS",
+                   help="run every timed process on these CPUs only (Linux taskset -c, e.g. 0: one core, no "
+                        "threads competing for it)")
     p.add_argument("--json", type=Path, default=None, help="write every measurement here")
     args = p.parse_args(argv)
     pairs = args.pairs.split(",")
     unknown = sorted(set(pairs) - set(PAIRS))
     if unknown:
         p.error(f"--pairs: unknown {unknown}; choose from {sorted(PAIRS)}")
+    pin = ["taskset", "-c", args.taskset] if args.taskset else []
     load_before = os.getloadavg()
     print(f"load average before: {load_before[0]:.2f} (1 min), {load_before[1]:.2f} (5 min); "
-          f"{args.games} games x {args.steps} steps, median of {args.repeats} calls, {args.rounds} rounds")
+          f"{args.games} games x {args.steps} steps, median of {args.repeats} calls, {args.rounds} rounds"
+          + (f", every process on CPUs {args.taskset}" if args.taskset else ""))
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -86,9 +91,9 @@ def main(argv=None) -> int:
                 order = ("ours", "theirs") if r % 2 == 0 else ("theirs", "ours")
                 speed = {}
                 for side in order:
-                    speed[side] = (ours(mine, args.games, args.steps, args.repeats, folder) if side == "ours" else
-                                   theirs(args.peer.resolve(), PAIRS[mine], args.games, args.steps, args.repeats,
-                                          folder))
+                    speed[side] = (ours(mine, args.games, args.steps, args.repeats, folder, pin) if side == "ours"
+                                   else theirs(args.peer.resolve(), PAIRS[mine], args.games, args.steps, args.repeats,
+                                               folder, pin))
                 rounds.append({"round": r, "first": order[0], **speed, "ratio": speed["ours"] / speed["theirs"]})
                 print(f"  {mine} round {r} ({order[0]} first): ours {speed['ours']:,.0f}, "
                       f"theirs {speed['theirs']:,.0f} env-steps/s: {rounds[-1]['ratio']:.1f}x", flush=True)
@@ -106,6 +111,7 @@ def main(argv=None) -> int:
               f"theirs {res['theirs_median']:,.0f} env-steps/s)")
     if args.json:
         args.json.write_text(json.dumps({"games": args.games, "steps": args.steps, "repeats": args.repeats,
+                                         "taskset": args.taskset,
                                          "load_before": load_before, "load_after": load_after,
                                          "results": results}, indent=1))
     return 0
