@@ -3,7 +3,8 @@
 Coordinates are ``(row, col)`` with rows growing downwards; headings are
 ``0 = N, 1 = E, 2 = S, 3 = W``. In an agent's own frame a cell is ``(f, l)``: ``f``
 cells ahead and ``l`` cells to the right. Static geometry (observation windows, beam
-rays) is precomputed with numpy for the four headings; per step it is a gather.
+rays) is precomputed with numpy for the four headings; per step a beam is a gather and
+a view a slice of the map turned by quarter turns.
 """
 
 from __future__ import annotations
@@ -373,6 +374,8 @@ def window_slices(view: tuple[int, int, int]) -> tuple[int, np.ndarray, np.ndarr
                 turns.append(k)
                 starts.append(corner[0, 0])
                 break
+        else:  # window_offsets' windows are quarter turns of one another: never reached
+            raise AssertionError(f"view {view}: heading {heading}'s window is no quarter turn of a block")
     starts = np.asarray(starts, np.int32)
     plan = (np.asarray(turns, np.int32), starts, np.maximum(-starts.min(0), 0), np.maximum(starts.max(0) + last, 0))
     for array in plan:  # cached: shared by every caller
