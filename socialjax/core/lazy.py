@@ -8,7 +8,8 @@ all of it away: on the CPU the auto-reset was about 15% of a Commons Harvest ste
 the respawn draw about 20% (BENCHMARKS.md, "The simulator step").
 
 ``lazy_where(pred, on_true, on_false, *args)`` is ``on_true(*args)`` where ``pred`` and
-``on_false(*args)`` elsewhere, with the same bits as that select, but decided at the
+``on_false(*args)`` elsewhere, with the same bits (and derivatives) as that select, but
+decided at the
 level of the whole batch: under any number of nested ``vmap`` (games, seeds, a sweep)
 its batching rule folds every batch axis into one axis of instances and asks once
 whether *any* instance needs ``on_true``; only then does ``on_true`` run (for every
@@ -76,7 +77,17 @@ def lazy_where(pred: jax.Array, on_true: Callable[..., Any], on_false: Callable[
         out = instances(*_broadcast(args, in_batched, size))
         return out, jax.tree_util.tree_map(lambda _: True, out)
 
-    return one(pred, *args)
+    # differentiated as the select it equals (custom_vmap alone has no reverse mode)
+    @jax.custom_jvp
+    def differentiable(pred, *args):
+        return one(pred, *args)
+
+    @differentiable.defjvp
+    def differentiable_jvp(primals, tangents):
+        pred, *args = primals
+        return jax.jvp(lambda *args: chosen(pred, *args), tuple(args), tuple(tangents[1:]))
+
+    return differentiable(pred, *args)
 
 
 def _check_same_types(on_true: Callable, on_false: Callable, args: tuple, sides: str) -> None:

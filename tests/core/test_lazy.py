@@ -137,3 +137,20 @@ def test_the_auto_reset_gives_the_bits_of_a_fresh_state_selected_where_done(name
     done = np.asarray(lazy_run[3])
     assert done.any() and not done.all(axis=(0, 2)).all()  # games ended, not all on the same steps
     assert_same_bits(lazy_run, rollouts(env, by_env_step, key, seeds=2, games=3))  # the same key, the same bits
+
+
+def test_derivatives_are_those_of_the_select():
+    """Reverse and forward mode through ``lazy_where`` (and so through a step) give the
+    select's derivatives, batched or not."""
+    x = jnp.array([[1.0, 2.0], [-3.0, -4.0]])
+
+    def lazy_sum(x):
+        return jax.vmap(lambda x: lazy_where(x.sum() > 0, lambda x: x * x, lambda x: 3.0 * x, x))(x).sum()
+
+    def select_sum(x):
+        return jax.vmap(lambda x: select(x.sum() > 0, x * x, 3.0 * x))(x).sum()
+
+    np.testing.assert_array_equal(jax.grad(lazy_sum)(x), jax.grad(select_sum)(x))
+    np.testing.assert_array_equal(jax.grad(lazy_sum)(x), [[2.0, 4.0], [3.0, 3.0]])
+    np.testing.assert_array_equal(jax.jvp(lazy_sum, (x,), (jnp.ones_like(x),))[1],
+                                  jax.jvp(select_sum, (x,), (jnp.ones_like(x),))[1])
