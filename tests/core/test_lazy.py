@@ -98,9 +98,9 @@ def step_by_select(env, key, state, actions, params):
     return env.get_obs(state, params), state, reward, done
 
 
-def rollouts(env, stepper, key, seeds, games, steps=7):
-    """``seeds`` x ``games`` games (vmap of vmap); games start at staggered times so
-    that they end on different steps."""
+def rollouts(env, stepper, seeds, games, steps=7):
+    """A jitted ``key -> trajectory`` of ``seeds`` x ``games`` games (vmap of vmap);
+    games start at staggered times so that they end on different steps."""
     params = env.default_params
 
     def one_seed(key):
@@ -121,7 +121,7 @@ def rollouts(env, stepper, key, seeds, games, steps=7):
 
         return jax.lax.scan(body, state, jax.random.split(key, steps))[1]
 
-    return jax.jit(jax.vmap(one_seed))(jax.random.split(key, seeds))
+    return jax.jit(lambda key: jax.vmap(one_seed)(jax.random.split(key, seeds)))
 
 
 def by_env_step(env, key, state, actions, params):
@@ -132,11 +132,12 @@ def by_env_step(env, key, state, actions, params):
 def test_the_auto_reset_gives_the_bits_of_a_fresh_state_selected_where_done(name):
     env = sj.make(name, **ENVS[name])
     key = jax.random.key(3)
-    lazy_run = rollouts(env, by_env_step, key, seeds=2, games=3)
-    assert_same_bits(lazy_run, rollouts(env, step_by_select, key, seeds=2, games=3))
+    lazy = rollouts(env, by_env_step, seeds=2, games=3)
+    lazy_run = lazy(key)
+    assert_same_bits(lazy_run, rollouts(env, step_by_select, seeds=2, games=3)(key))
     done = np.asarray(lazy_run[3])
     assert done.any() and not done.all(axis=(0, 2)).all()  # games ended, not all on the same steps
-    assert_same_bits(lazy_run, rollouts(env, by_env_step, key, seeds=2, games=3))  # the same key, the same bits
+    assert_same_bits(lazy_run, lazy(key))  # the same key, the same bits
 
 
 def test_derivatives_are_those_of_the_select():
