@@ -37,6 +37,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from socialjax.core.lazy import SidesDiffer
 from socialjax.core.spaces import Box, Dict, Discrete, Space
 from socialjax.core.wrappers import Wrapper
 from socialjax.rollout import Trajectory, rollout, rollout_keys
@@ -191,7 +192,7 @@ def _check_step_shapes(rules: _Rules, env, key, params) -> None:
             '["invalid_params"] () bool and ["final_obs"] shaped like obs:')
     try:
         step_obs, step_state, reward, done, info = jax.eval_shape(env.step, key, state, acts, params)
-    except TypeError as err:  # the auto-reset found the stepped state unlike the fresh one
+    except SidesDiffer as err:  # the auto-reset found the stepped state unlike the fresh one
         rules.check(False, f"{rule} {err}")
     rules.check(isinstance(info, dict), f"info must be a dict, got {type(info).__name__}")
     missing = [k for k in INFO_KEYS if k not in info]

@@ -5,12 +5,11 @@ auto-reset (a fresh initial state, only when an episode ended), a grid game's re
 (random free spawn points, only when a removed player comes back). Written as a select,
 a ``vmap`` of games computes that work for every game on every step and throws almost
 all of it away: on the CPU the auto-reset was about 15% of a Commons Harvest step and
-the respawn draw about 20% (BENCHMARKS.md, "The simulator step").
+the respawn draw about 20% (BENCHMARKS.md, "The step made faster").
 
 ``lazy_where(pred, on_true, on_false, *args)`` is ``on_true(*args)`` where ``pred`` and
 ``on_false(*args)`` elsewhere, with the same bits (and derivatives) as that select, but
-decided at the
-level of the whole batch: under any number of nested ``vmap`` (games, seeds, a sweep)
+decided at the level of the whole batch: under any number of nested ``vmap`` (games, seeds, a sweep)
 its batching rule folds every batch axis into one axis of instances and asks once
 whether *any* instance needs ``on_true``; only then does ``on_true`` run (for every
 instance, each on its own arguments, and selected where ``pred``). Randomness is
@@ -33,6 +32,10 @@ import jax.numpy as jnp
 from jax.custom_batching import custom_vmap
 
 
+class SidesDiffer(TypeError):
+    """The two sides of a :func:`lazy_where` return different shapes or dtypes."""
+
+
 def select(pred: jax.Array, on_true: Any, on_false: Any) -> Any:
     """``jnp.where`` over two pytrees of the same structure with a scalar predicate."""
     return jax.tree_util.tree_map(lambda a, b: jnp.where(pred, a, b), on_true, on_false)
@@ -41,8 +44,8 @@ def select(pred: jax.Array, on_true: Any, on_false: Any) -> Any:
 def lazy_where(pred: jax.Array, on_true: Callable[..., Any], on_false: Callable[..., Any], *args: Any,
                sides: str = "the two sides") -> Any:
     """``on_true(*args)`` if ``pred`` (a ``()`` bool) else ``on_false(*args)``; the two
-    must return the same shapes and dtypes (a ``TypeError`` naming ``sides`` and the
-    first leaf that differs if not). Under ``vmap``, ``on_true`` runs only on calls where
+    must return the same shapes and dtypes (:class:`SidesDiffer`, a ``TypeError`` naming
+    ``sides`` and the first leaf that differs, if not). Under ``vmap``, ``on_true`` runs only on calls where
     some instance of the whole batch has ``pred`` (module docstring). Same bits as
     ``select(pred, on_true(*args), on_false(*args))``."""
     _check_same_types(on_true, on_false, args, sides)
@@ -96,10 +99,10 @@ def _check_same_types(on_true: Callable, on_false: Callable, args: tuple, sides:
     true_leaves, true_tree = jax.tree_util.tree_flatten_with_path(jax.eval_shape(on_true, *args))
     false_leaves, false_tree = jax.tree_util.tree_flatten_with_path(jax.eval_shape(on_false, *args))
     if true_tree != false_tree:
-        raise TypeError(f"{sides} must have the same structure: {true_tree} and {false_tree}")
+        raise SidesDiffer(f"{sides} must have the same structure: {true_tree} and {false_tree}")
     for (path, a), (_, b) in zip(true_leaves, false_leaves):
         if (a.shape, a.dtype) != (b.shape, b.dtype):
-            raise TypeError(f"{sides} must have the same shapes and dtypes: at {jax.tree_util.keystr(path)}, "
+            raise SidesDiffer(f"{sides} must have the same shapes and dtypes: at {jax.tree_util.keystr(path)}, "
                             f"{a.dtype}{list(a.shape)} and {b.dtype}{list(b.shape)}")
 
 

@@ -323,19 +323,14 @@ def egocentric_views(
     there are none: the window wraps around the edges); a removed agent sees ``OUTSIDE``
     everywhere.
 
-    Cut as blocks, not cell by cell: the map (agents drawn with absolute headings) is
-    padded as far as any window reaches, each agent's window is sliced as one square
+    Cut as blocks, not cell by cell: the map (agents drawn with absolute headings by
+    :func:`world_codes`) is padded as far as any window reaches, each agent's window is sliced as one square
     block (:func:`window_slices` says where, for each heading), turned so that the agent
     faces up, and cropped; then the agent codes in it are turned to the viewer's heading."""
     size, turns, starts, pad_low, pad_high = window_slices(view)
     ahead, behind, side = view
-    n = pos.shape[0]
     h, w = cells.shape
-    world = cells
-    if draw_agents:
-        rows = jnp.where(present, pos[:, 0], h)  # removed agents: dropped
-        world = cells.at[rows, pos[:, 1]].set((C.AGENT_BASE + 4 * jnp.arange(n) + heading).astype(cells.dtype),
-                                              mode="drop")
+    world = world_codes(cells, pos, heading, present) if draw_agents else cells
     if torus:
         world = world[np.arange(-pad_low[0], h + pad_high[0]) % h][:, np.arange(-pad_low[1], w + pad_high[1]) % w]
     else:
